@@ -1,0 +1,1 @@
+"""MCP Batteries shared runtime."""
