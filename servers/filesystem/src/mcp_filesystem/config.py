@@ -1,0 +1,20 @@
+"""Settings of mcp-filesystem: the common flags plus the directories it may touch."""
+
+from __future__ import annotations
+
+from mcp_batteries.settings import NameList, ServerSettings
+from pydantic import Field
+
+
+class FilesystemSettings(ServerSettings):
+    server_name = "filesystem"
+
+    directories: NameList = Field(
+        default_factory=lambda: ["."],
+        description="Directories the server may read and write (default: the current directory).",
+        json_schema_extra={"positional": True},
+    )
+    watch: bool = Field(
+        True,
+        description="Watch subscribed files and the allowed directories to send live change notifications.",
+    )

@@ -1,0 +1,451 @@
+"""write_file (atomic), create_directory, move_file, copy_file, delete_path.
+
+Every mutation happens relative to a directory fd obtained by `open_parent_dir` /
+`open_dir_fd` (component-wise O_NOFOLLOW from the allowed root), so no path lookup above the
+final name can be redirected by a symlink swapped in after `resolve_path` checked it.
+
+Decisions (documented for tool descriptions):
+
+* write_file on a symlink whose target is inside the allowed dirs writes through to the
+  target (the link stays a link); one pointing outside is refused by `resolve_path`.
+* copy_file copies a top-level symlink's (in-tree) target like `cp`; with `recursive=True`
+  symlinks found inside the tree are NOT copied but listed in `CopyResult.skipped`, because a
+  relative link recreated at another depth could point somewhere else. FIFOs, sockets and
+  devices are skipped the same way.
+* move_file and delete_path act on a symlink itself, never on its target.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import secrets
+import shutil
+import stat
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput, UpstreamError
+from mcp_batteries.paths import (
+    AllowedDirectories,
+    display_path,
+    open_dir_fd,
+    open_for_read,
+    open_parent_dir,
+    resolve_path,
+    translate_os_error,
+)
+
+__all__ = ["CopyResult", "copy_file", "create_directory", "delete_path", "move_file", "write_file"]
+
+TEMP_PREFIX = ".mcp-fs-"  # temp files of interrupted writes are recognisable by this prefix
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+_SRC_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | _CLOEXEC
+_TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
+_CHUNK = 1024 * 1024
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _refuse_if_holds_root(real: Path, allowed: AllowedDirectories, shown: str) -> None:
+    # Deleting or moving /a/x must not take the allowed directory /a/x/y with it.
+    if any(root != real and _within(root, real) for root in allowed.roots):
+        raise AccessDenied(
+            f"Access denied: {shown} contains an allowed directory; refusing to remove or move it"
+        )
+
+
+def _existing_regular(dir_fd: int, name: str, shown: str) -> os.stat_result | None:
+    """Stat of the existing file at `name`, None if absent; refuses non-regular targets."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise translate_os_error(exc, shown) from None
+    if stat.S_ISLNK(st.st_mode):
+        # resolve_path already followed in-tree links, so a link here was swapped in since.
+        raise AccessDenied(f"Access denied: {shown} became a symbolic link while being written; refusing")
+    if stat.S_ISDIR(st.st_mode):
+        raise InvalidInput(f"{shown} is a directory")
+    if not stat.S_ISREG(st.st_mode):
+        raise InvalidInput(f"{shown} is not a regular file (FIFO, socket or device); refusing to replace it")
+    return st
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> int:
+    view = memoryview(data)
+    total = 0
+    while total < len(view):
+        total += os.write(fd, view[total:])
+    return total
+
+
+def _replace_atomically(
+    dir_fd: int, name: str, shown: str, fill: Callable[[int], int], like: os.stat_result | None, new_mode: int
+) -> int:
+    """Write via `fill(fd)` into a fresh temp file beside `name`, fsync, rename over `name`.
+    An existing file's permission bits (and owner, when we may) are carried over; a new file
+    gets `new_mode` minus the umask."""
+    tmp = f"{TEMP_PREFIX}{secrets.token_hex(8)}.tmp"
+    try:
+        fd = os.open(tmp, _TMP_FLAGS, 0o600 if like is not None else new_mode, dir_fd=dir_fd)
+    except OSError as exc:
+        raise translate_os_error(exc, shown) from None
+    try:
+        try:
+            written = fill(fd)
+            if like is not None:
+                if (like.st_uid, like.st_gid) != (os.getuid(), os.getgid()):
+                    with suppress(OSError):  # only possible with privileges; not worth failing
+                        os.fchown(fd, like.st_uid, like.st_gid)
+                os.fchmod(fd, stat.S_IMODE(like.st_mode))  # after chown, which clears setuid
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException as exc:
+        with suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        if isinstance(exc, OSError):
+            raise translate_os_error(exc, shown) from None
+        raise
+    with suppress(OSError):  # make the rename durable; some file systems refuse fsync on dirs
+        os.fsync(dir_fd)
+    return written
+
+
+def write_file(allowed: AllowedDirectories, path: str, content: str | bytes) -> int:
+    """Create or replace a file atomically; returns the number of bytes written. The parent
+    directory must exist (create_directory first)."""
+    if isinstance(content, str):
+        try:
+            data = content.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            raise InvalidInput("content contains lone surrogates that cannot be encoded as UTF-8") from None
+    else:
+        data = bytes(content)
+    real = resolve_path(path, allowed, must_exist=False, allow_root_itself=False)
+    shown = display_path(real)
+    dir_fd, name = open_parent_dir(real, allowed)
+    try:
+        like = _existing_regular(dir_fd, name, shown)
+        return _replace_atomically(dir_fd, name, shown, lambda fd: _write_all(fd, data), like, 0o666)
+    finally:
+        os.close(dir_fd)
+
+
+def create_directory(allowed: AllowedDirectories, path: str) -> Path:
+    """mkdir -p inside the allowed directories; every component is created or opened with
+    O_NOFOLLOW relative to its parent. Succeeds if the directory already exists."""
+    real = resolve_path(path, allowed, must_exist=False)
+    os.close(open_dir_fd(real, allowed, create=True))
+    return real
+
+
+# --- move --------------------------------------------------------------------------------------
+
+_RENAME_NOREPLACE = 1
+try:
+    _renameat2: Callable[..., int] | None = ctypes.CDLL(None, use_errno=True).renameat2
+    _renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]  # type: ignore[attr-defined]
+    _renameat2.restype = ctypes.c_int  # type: ignore[attr-defined]
+except (AttributeError, OSError):  # not glibc/musl with renameat2 (e.g. macOS)
+    _renameat2 = None
+
+
+def _rename_noreplace(src_fd: int, src: str, dst_fd: int, dst: str) -> None:
+    """Rename that fails with FileExistsError instead of replacing: atomic via renameat2 where
+    available, else check-then-rename (a narrow race that can only clobber in-tree files)."""
+    if _renameat2 is not None:
+        if _renameat2(src_fd, os.fsencode(src), dst_fd, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
+            return
+        err = ctypes.get_errno()
+        # EINVAL may mean "file system lacks NOREPLACE" (or a dir into itself: the plain rename
+        # below reports that again); ENOSYS: old kernel.
+        if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise OSError(err, os.strerror(err), dst)
+    try:
+        os.stat(dst, dir_fd=dst_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        os.rename(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+        return
+    raise FileExistsError(errno.EEXIST, "File exists", dst)
+
+
+def move_file(allowed: AllowedDirectories, source: str, destination: str) -> Path:
+    """Move or rename a file, directory or symlink (the link itself). Fails if the destination
+    exists, like the reference server. Across file systems only regular files are moved
+    (copied then removed). Returns the new real path."""
+    src = resolve_path(source, allowed, follow_symlinks=False, allow_root_itself=False)
+    dst = resolve_path(destination, allowed, must_exist=False, follow_symlinks=False, allow_root_itself=False)
+    shown_src, shown_dst = display_path(src), display_path(dst)
+    if src == dst:
+        raise InvalidInput(f"source and destination are the same: {shown_src}")
+    if _within(dst, src):
+        raise InvalidInput(f"cannot move {shown_src} into itself ({shown_dst})")
+    _refuse_if_holds_root(src, allowed, shown_src)
+    src_fd, src_name = open_parent_dir(src, allowed)
+    try:
+        dst_fd, dst_name = open_parent_dir(dst, allowed)
+        try:
+            try:
+                _rename_noreplace(src_fd, src_name, dst_fd, dst_name)
+            except FileExistsError:
+                raise InvalidInput(
+                    f"destination {shown_dst} already exists; move_file never overwrites"
+                ) from None
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:
+                    raise translate_os_error(exc, shown_src) from None
+                _move_across_devices(src_fd, src_name, dst_fd, dst_name, shown_src, shown_dst)
+        finally:
+            os.close(dst_fd)
+    finally:
+        os.close(src_fd)
+    return dst
+
+
+def _move_across_devices(
+    src_fd: int, src_name: str, dst_fd: int, dst_name: str, shown: str, shown_dst: str
+) -> None:
+    try:
+        st = os.stat(src_name, dir_fd=src_fd, follow_symlinks=False)
+    except OSError as exc:
+        raise translate_os_error(exc, shown) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise InvalidInput(
+            f"{shown} is on a different file system than {shown_dst}; only regular files can be moved across "
+            "file systems (use copy_file with recursive=True, then delete_path)"
+        )
+    try:
+        exists = _existing_or_none(dst_fd, dst_name) is not None
+    except OSError as exc:
+        raise translate_os_error(exc, shown_dst) from None
+    if exists:
+        raise InvalidInput(f"destination {shown_dst} already exists; move_file never overwrites")
+    fd = _open_source_file(src_fd, src_name, shown)
+    try:
+        _replace_atomically(
+            dst_fd, dst_name, shown_dst, lambda out: _copy_fd(fd, out), None, stat.S_IMODE(st.st_mode)
+        )
+    finally:
+        os.close(fd)
+    try:
+        os.unlink(src_name, dir_fd=src_fd)
+    except OSError as exc:
+        raise translate_os_error(exc, shown) from None
+
+
+def _existing_or_none(dir_fd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+# --- copy --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class CopyResult:
+    files: int = 0
+    directories: int = 0
+    bytes: int = 0
+    skipped: list[str] = field(default_factory=list)  # "relative/path (symlink)" etc.
+
+
+def _copy_fd(src: int, dst: int) -> int:
+    total = 0
+    while chunk := os.read(src, _CHUNK):
+        total += _write_all(dst, chunk)
+    return total
+
+
+def _open_source_file(dir_fd: int, name: str, shown: str) -> int:
+    try:
+        fd = os.open(name, _SRC_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        raise translate_os_error(exc, shown) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InvalidInput(f"{shown} is not a regular file")
+    return fd  # O_NONBLOCK has no effect on regular files, so it can stay
+
+
+def copy_file(
+    allowed: AllowedDirectories,
+    source: str,
+    destination: str,
+    overwrite: bool = False,
+    recursive: bool = False,
+) -> CopyResult:
+    """Copy a file (or, with recursive=True, a directory tree). Refuses an existing
+    destination unless overwrite=True (then files are replaced atomically and directories
+    merged). Permission bits are copied; symlinks and special files inside a tree are skipped
+    and reported."""
+    src = resolve_path(source, allowed)
+    dst = resolve_path(destination, allowed, must_exist=False, allow_root_itself=False)
+    shown_src, shown_dst = display_path(src), display_path(dst)
+    if src == dst:
+        raise InvalidInput(f"source and destination are the same: {shown_src}")
+    result = CopyResult()
+    src_st = os.stat(src)
+    if stat.S_ISDIR(src_st.st_mode):
+        if not recursive:
+            raise InvalidInput(f"{shown_src} is a directory; pass recursive=True to copy a directory tree")
+        if _within(dst, src):
+            raise InvalidInput(f"cannot copy {shown_src} into itself ({shown_dst})")
+        src_fd = open_dir_fd(src, allowed)
+        try:
+            parent_fd, name = open_parent_dir(dst, allowed)
+            try:
+                existing = _existing_or_none(parent_fd, name)
+                if existing is not None and not overwrite:
+                    raise InvalidInput(
+                        f"destination {shown_dst} already exists; pass overwrite=True to merge into it"
+                    )
+                if existing is None:
+                    os.mkdir(name, stat.S_IMODE(src_st.st_mode) | 0o700, dir_fd=parent_fd)
+                    result.directories += 1
+                dst_fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+            except OSError as exc:
+                raise translate_os_error(exc, shown_dst) from None
+            finally:
+                os.close(parent_fd)
+            try:
+                _copy_tree(src_fd, dst_fd, "", shown_dst, overwrite, result)
+            finally:
+                os.close(dst_fd)
+        finally:
+            os.close(src_fd)
+        return result
+
+    fd = open_for_read(src, allowed)
+    try:
+        parent_fd, name = open_parent_dir(dst, allowed)
+        try:
+            like = _existing_regular(parent_fd, name, shown_dst)
+            if like is not None and not overwrite:
+                raise InvalidInput(
+                    f"destination {shown_dst} already exists; pass overwrite=True to replace it"
+                )
+            fill: Callable[[int], int] = lambda out: _copy_fd(fd, out)  # noqa: E731
+            result.bytes = _replace_atomically(
+                parent_fd, name, shown_dst, fill, like, stat.S_IMODE(src_st.st_mode)
+            )
+            result.files = 1
+        finally:
+            os.close(parent_fd)
+    finally:
+        os.close(fd)
+    return result
+
+
+def _copy_tree(
+    src_fd: int, dst_fd: int, rel: str, shown_dst: str, overwrite: bool, result: CopyResult
+) -> None:
+    with os.scandir(src_fd) as it:
+        names = sorted(entry.name for entry in it)
+    for name in names:
+        rel_name = f"{rel}{name}"
+        shown = f"{shown_dst}/{display_path(rel_name)}"
+        try:
+            st = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                result.skipped.append(f"{display_path(rel_name)} (symlink)")
+            elif stat.S_ISDIR(st.st_mode):
+                child_src = os.open(name, _DIR_FLAGS, dir_fd=src_fd)  # ENOTDIR if swapped to a link
+                try:
+                    existing = _existing_or_none(dst_fd, name)
+                    if existing is None:
+                        os.mkdir(name, stat.S_IMODE(st.st_mode) | 0o700, dir_fd=dst_fd)
+                        result.directories += 1
+                    elif not overwrite:
+                        raise InvalidInput(f"{shown} already exists")
+                    child_dst = os.open(name, _DIR_FLAGS, dir_fd=dst_fd)
+                    try:
+                        _copy_tree(child_src, child_dst, f"{rel_name}/", shown_dst, overwrite, result)
+                    finally:
+                        os.close(child_dst)
+                finally:
+                    os.close(child_src)
+            elif stat.S_ISREG(st.st_mode):
+                like = _existing_regular(dst_fd, name, shown)
+                if like is not None and not overwrite:
+                    raise InvalidInput(f"{shown} already exists")
+                fd = _open_source_file(src_fd, name, shown)
+                try:
+                    result.bytes += _replace_atomically(
+                        dst_fd,
+                        name,
+                        shown,
+                        lambda out, fd=fd: _copy_fd(fd, out),
+                        like,
+                        stat.S_IMODE(st.st_mode),
+                    )
+                finally:
+                    os.close(fd)
+                result.files += 1
+            else:
+                result.skipped.append(f"{display_path(rel_name)} (special file)")
+        except OSError as exc:
+            raise translate_os_error(exc, shown) from None
+
+
+# --- delete ------------------------------------------------------------------------------------
+
+
+def delete_path(allowed: AllowedDirectories, path: str, recursive: bool = False) -> str:
+    """Delete a file, symlink (the link, never its target), empty directory, or — only with
+    recursive=True — a directory tree. An allowed directory itself is never deleted.
+    Returns what was deleted: "file", "symlink", "directory" or "special file"."""
+    real = resolve_path(path, allowed, follow_symlinks=False, allow_root_itself=False)
+    shown = display_path(real)
+    dir_fd, name = open_parent_dir(real, allowed)
+    try:
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if not stat.S_ISDIR(st.st_mode):
+                os.unlink(name, dir_fd=dir_fd)
+                if stat.S_ISLNK(st.st_mode):
+                    return "symlink"
+                return "file" if stat.S_ISREG(st.st_mode) else "special file"
+            _refuse_if_holds_root(real, allowed, shown)
+            if not recursive:
+                try:
+                    os.rmdir(name, dir_fd=dir_fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                        raise InvalidInput(
+                            f"{shown} is a directory that is not empty; pass recursive=True to delete it "
+                            "and everything inside"
+                        ) from None
+                    raise
+                return "directory"
+        except OSError as exc:
+            raise translate_os_error(exc, shown) from None
+        failures: list[BatteriesError] = []
+
+        def on_error(
+            _func: object, failed: str, info: tuple[type[BaseException], BaseException, object]
+        ) -> None:
+            exc = info[1]
+            failures.append(
+                translate_os_error(exc, failed) if isinstance(exc, OSError) else UpstreamError(str(exc))
+            )
+
+        # rmtree's fd-based implementation never follows symlinks inside the tree.
+        shutil.rmtree(name, onerror=on_error, dir_fd=dir_fd)
+        if failures:
+            detail = "; ".join(str(f) for f in failures[:5])
+            raise type(failures[0])(f"could not delete everything in {shown}: {detail}")
+        return "directory"
+    finally:
+        os.close(dir_fd)

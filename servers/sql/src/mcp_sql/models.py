@@ -1,0 +1,122 @@
+"""Result models returned by the database engines.
+
+Pydantic models so the server layer can hand them out as structured tool output (and derive a
+JSON schema) without a conversion step. Every value inside is already JSON-safe; see `values.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+TableKind = Literal["table", "partitioned table", "view", "materialized view", "foreign table", "virtual table"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ColumnMeta(_Frozen):
+    """A result column: its name and the database's type name (None when SQLite cannot tell)."""
+
+    name: str
+    type: str | None
+
+
+class QueryResult(_Frozen):
+    columns: list[ColumnMeta]
+    rows: list[list[Any]]
+    row_count: int
+    """Rows in this page (len(rows))."""
+    offset: int
+    truncated: bool
+    """True when more rows exist after this page."""
+    next_offset: int | None
+    """Pass as `offset` to fetch the next page; None when this page is the last one."""
+
+
+class StatementResult(_Frozen):
+    index: int
+    command: str
+    """The statement's command tag, e.g. "INSERT", "UPDATE", "CREATE TABLE"."""
+    rows_affected: int | None
+    """Rows inserted/updated/deleted; None for statements that do not report a count (DDL)."""
+    columns: list[ColumnMeta] | None = None
+    rows: list[list[Any]] | None = None
+    """Rows produced by RETURNING (capped at max_rows), else None."""
+    rows_truncated: bool = False
+
+
+class ExecuteResult(_Frozen):
+    statements: list[StatementResult]
+    transaction: bool
+    committed: bool
+
+
+class SchemaInfo(_Frozen):
+    name: str
+    owner: str | None = None
+    comment: str | None = None
+    table_count: int | None = None
+
+
+class TableInfo(_Frozen):
+    schema_name: str
+    name: str
+    kind: TableKind
+    row_estimate: int | None
+    row_estimate_kind: Literal["statistics", "exact", "at_least"] | None
+    """statistics: planner/ANALYZE estimate; exact: counted; at_least: counting stopped at a cap."""
+    comment: str | None = None
+
+
+class ColumnInfo(_Frozen):
+    name: str
+    type: str
+    nullable: bool
+    default: str | None = None
+    comment: str | None = None
+    generated: str | None = None
+    """The generation expression of a generated column, else None."""
+
+
+class ForeignKey(_Frozen):
+    name: str | None
+    columns: list[str]
+    ref_schema: str | None
+    ref_table: str
+    ref_columns: list[str]
+    on_update: str | None = None
+    on_delete: str | None = None
+
+
+class IndexInfo(_Frozen):
+    name: str
+    columns: list[str]
+    """Column names, or expressions for expression indexes."""
+    unique: bool
+    primary: bool = False
+    definition: str | None = None
+    """The full CREATE INDEX statement when the database keeps one."""
+
+
+class CheckConstraint(_Frozen):
+    name: str | None
+    expression: str
+
+
+class TableDescription(_Frozen):
+    schema_name: str
+    name: str
+    kind: TableKind
+    comment: str | None
+    columns: list[ColumnInfo]
+    primary_key: list[str]
+    foreign_keys: list[ForeignKey]
+    indexes: list[IndexInfo]
+    checks: list[CheckConstraint]
+    row_estimate: int | None = None
+    view_definition: str | None = None
+    ddl: str = ""
+    """A DDL-like rendering of everything above (see render.table_ddl)."""

@@ -1,0 +1,162 @@
+"""Database URLs: the command-line specs, the embedded default file, redaction.
+
+Accepted URL forms:
+    postgresql://user:pw@host:5432/db?sslmode=require   (also postgres://, postgresql+asyncpg://)
+    sqlite:////absolute/path.db     sqlite:///relative/path.db   (SQLAlchemy convention)
+    sqlite:/absolute/path.db        file:/absolute/path.db
+    /absolute/path.db  ./relative.db  ~/x.sqlite  data.db        (bare paths are SQLite files)
+A spec is a URL or `name=URL`; unnamed specs get the name "main" (the first) or a name derived
+from the file stem / database name. A bare file name that itself contains "=" must be written
+with a ./ prefix or as a sqlite: URL.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
+
+from mcp_batteries.errors import ConfigError
+
+DEFAULT_NAME = "main"
+_NAME_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_\-]{0,62})=(.+)$", re.DOTALL)
+_PG_SCHEMES = {"postgresql", "postgres", "postgresql+asyncpg", "postgres+asyncpg"}
+_SECRET_QUERY_KEYS = {"password", "passwd", "pwd", "sslpassword"}
+
+
+@dataclass(frozen=True)
+class ParsedURL:
+    dialect: Literal["sqlite", "postgresql"]
+    dsn: str | None
+    """asyncpg-ready DSN for PostgreSQL."""
+    sqlite_path: Path | None
+    """Absolute path of the SQLite file."""
+
+
+def default_database_path() -> Path:
+    """The embedded default SQLite file used when no database is given on the command line."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "mcp-batteries" / "sql" / "default.db"
+
+
+def ensure_sqlite_file(path: Path) -> None:
+    """Create an empty SQLite database (and its directory) if it does not exist yet."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # sqlite3.connect creates the file; a zero-length file is already a valid empty database,
+    # but writing the header makes the file recognisable to other tools straight away.
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA user_version = 0")
+        conn.execute("VACUUM")
+    finally:
+        conn.close()
+
+
+def parse_url(url: str) -> ParsedURL:
+    """Classify one database URL; raises ConfigError with a message naming the accepted forms."""
+    text = url.strip()
+    if not text:
+        raise ConfigError("empty database URL; give a postgresql:// URL or a SQLite file path")
+    scheme = text.split(":", 1)[0].lower() if re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*:", text) else ""
+    if scheme in _PG_SCHEMES:
+        parts = urlsplit(text)
+        # asyncpg only knows postgresql:// and postgres://; drop a SQLAlchemy-style +driver suffix.
+        dsn = urlunsplit(parts._replace(scheme="postgresql"))
+        return ParsedURL("postgresql", dsn, None)
+    if scheme in {"sqlite", "sqlite3"}:
+        rest = text.split(":", 1)[1]
+        if rest.startswith("//"):
+            rest = rest[2:]  # sqlite://<host>/path: SQLAlchemy leaves host empty, path after one "/"
+            rest = rest[1:] if rest.startswith("/") else rest
+        if rest in {"", ":memory:"}:
+            raise ConfigError(
+                "in-memory SQLite is not supported (nothing would persist between calls); give a file path"
+            )
+        return ParsedURL("sqlite", None, _abs_path(unquote(rest.split("?", 1)[0])))
+    if scheme == "file":
+        return ParsedURL("sqlite", None, _abs_path(unquote(urlsplit(text).path)))
+    if scheme and len(scheme) > 1:
+        raise ConfigError(
+            f"unsupported database URL scheme {scheme!r}; use postgresql://user@host/db or a SQLite "
+            "file path (sqlite:///relative.db, sqlite:////absolute.db or a plain path)"
+        )
+    # A one-letter "scheme" is a Windows drive letter: a plain path.
+    return ParsedURL("sqlite", None, _abs_path(text))
+
+
+def _abs_path(raw: str) -> Path:
+    return Path(os.path.expanduser(raw)).resolve()
+
+
+def _derived_name(parsed: ParsedURL) -> str:
+    if parsed.sqlite_path is not None:
+        stem = parsed.sqlite_path.stem
+    else:
+        stem = urlsplit(parsed.dsn or "").path.lstrip("/") or "postgres"
+    name = re.sub(r"[^A-Za-z0-9_\-]", "_", stem)[:63] or "db"
+    return name if re.match(r"^[A-Za-z_]", name) else f"db_{name}"
+
+
+def normalize_url(parsed: ParsedURL) -> str:
+    if parsed.sqlite_path is not None:
+        return f"sqlite:///{parsed.sqlite_path}"  # absolute path -> four slashes in total
+    assert parsed.dsn is not None
+    return parsed.dsn
+
+
+def parse_database_specs(args: list[str]) -> dict[str, str]:
+    """Turn positional `URL` / `name=URL` arguments into {name: normalized URL}.
+
+    No arguments: {"main": <embedded default SQLite file>} (the file is created by open_database).
+    """
+    if not args:
+        return {DEFAULT_NAME: f"sqlite:///{default_database_path()}"}
+    specs: dict[str, str] = {}
+    unnamed: list[ParsedURL] = []
+    for arg in args:
+        match = _NAME_RE.match(arg)
+        # "name=URL" only when the part before "=" is a plain name: URLs with query strings
+        # (postgresql://h/db?sslmode=x) contain ":" or "/" before their first "=".
+        if match:
+            name, url = match.group(1), match.group(2)
+            if name in specs:
+                raise ConfigError(f"database name {name!r} is given twice; each name must be unique")
+            specs[name] = normalize_url(parse_url(url))
+        else:
+            unnamed.append(parse_url(arg))
+    for parsed in unnamed:
+        name = DEFAULT_NAME if DEFAULT_NAME not in specs else _derived_name(parsed)
+        if name in specs:
+            raise ConfigError(
+                f"two databases would both be called {name!r}; name them explicitly as name=URL"
+            )
+        specs[name] = normalize_url(parsed)
+    return specs
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password (in the userinfo or the query string) replaced by ***."""
+    try:
+        parts: SplitResult = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":***"
+        netloc = f"{userinfo}@{host}"
+    query = parts.query
+    if query:
+        pairs = []
+        for pair in query.split("&"):
+            key, sep, _value = pair.partition("=")
+            pairs.append(f"{key}=***" if sep and key.lower() in _SECRET_QUERY_KEYS else pair)
+        query = "&".join(pairs)
+    return urlunsplit(parts._replace(netloc=netloc, query=query))

@@ -1,0 +1,109 @@
+"""Turning database values into JSON-safe values.
+
+The mapping (the same for both engines where the type exists):
+    NULL                       -> None
+    integers, booleans, text   -> int, bool, str
+    float / double             -> float; NaN and ±Infinity -> the strings "NaN", "Infinity", "-Infinity"
+    numeric / decimal          -> str, always (keeps every digit; JSON numbers would lose precision)
+    timestamp(tz), date, time  -> ISO 8601 str (timestamptz carries its offset, e.g. +00:00)
+    interval                   -> ISO 8601 duration str, e.g. "P1Y2M3DT04:05:06" (the session runs
+                                  with IntervalStyle=iso_8601 so months are never approximated)
+    uuid, inet, cidr, macaddr  -> str
+    json / jsonb               -> the parsed JSON value
+    arrays                     -> lists (element-wise conversion, nested for multi-dimensional)
+    bytea / BLOB               -> {"$base64": "<base64>"}: an object so that binary data can never be
+                                  mistaken for a text value
+    composite rows             -> {field: value}
+    ranges                     -> {"lower", "upper", "lower_inc", "upper_inc", "empty"}
+    anything else              -> str(value)
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import ipaddress
+import math
+import uuid
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+
+def b64(data: bytes) -> dict[str, str]:
+    return {"$base64": base64.b64encode(data).decode("ascii")}
+
+
+def to_json_value(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return value
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return _timedelta_iso(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return b64(bytes(value))
+    if isinstance(value, uuid.UUID | ipaddress.IPv4Address | ipaddress.IPv6Address):
+        return str(value)
+    if isinstance(value, ipaddress.IPv4Network | ipaddress.IPv6Network):
+        return str(value)
+    if isinstance(value, ipaddress.IPv4Interface | ipaddress.IPv6Interface):
+        return str(value)
+    if isinstance(value, list | tuple):
+        # asyncpg Records are Mappings; plain tuples here are arrays or geometric points.
+        return [to_json_value(v) for v in value]
+    if isinstance(value, Mapping) or _is_record(value):
+        return {str(k): to_json_value(v) for k, v in value.items()}
+    if _is_range(value):
+        return {
+            "lower": to_json_value(value.lower),
+            "upper": to_json_value(value.upper),
+            "lower_inc": value.lower_inc,
+            "upper_inc": value.upper_inc,
+            "empty": value.isempty,
+        }
+    if hasattr(value, "as_string") and callable(value.as_string):  # asyncpg BitString
+        return str(value.as_string())
+    return str(value)
+
+
+def _is_record(value: Any) -> bool:
+    return type(value).__name__ == "Record" and hasattr(value, "items")
+
+
+def _is_range(value: Any) -> bool:
+    return all(hasattr(value, a) for a in ("lower", "upper", "lower_inc", "upper_inc", "isempty"))
+
+
+def _timedelta_iso(delta: dt.timedelta) -> str:
+    # Only reached when a driver hands out a timedelta (PostgreSQL intervals arrive as text).
+    sign = "-" if delta < dt.timedelta(0) else ""
+    delta = abs(delta)
+    seconds = delta.seconds + delta.microseconds / 1_000_000
+    hours, rem = divmod(seconds, 3600)
+    minutes, secs = divmod(rem, 60)
+    sec_text = f"{secs:g}"
+    return f"{sign}P{delta.days}DT{int(hours)}H{int(minutes)}M{sec_text}S"
+
+
+def sqlite_type_name(value: Any) -> str | None:
+    """SQLite storage class of a fetched value (result columns carry no declared type in sqlite3)."""
+    if value is None:
+        return None
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "real"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, bytes):
+        return "blob"
+    return type(value).__name__

@@ -1,0 +1,310 @@
+"""The one way to build an MCP Batteries server on the SDK's `MCPServer`.
+
+`BatteriesServer` adds what every server needs and `MCPServer` lacks: tools that disappear in
+read-only mode or by the operator's allow/deny lists; annotations that are always set;
+domain errors (`mcp_batteries.errors`) turned into `isError` results and correct JSON-RPC codes;
+legacy `resources/subscribe` next to modern `subscriptions/listen`, with truthful capabilities;
+and `notify_*` methods that reach every interested client of both protocol eras.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Any, TypeVar
+
+from mcp.server import MCPServer, ServerRequestContext
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    CallToolResult,
+    EmptyResult,
+    GetPromptResult,
+    InputRequiredResult,
+    SubscribeRequestParams,
+    SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
+    ToolAnnotations,
+    ListResourcesResult,
+    PaginatedRequestParams,
+    Resource,
+    UnsubscribeRequestParams,
+)
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp_batteries import sdk
+from mcp_batteries.errors import AccessDenied, BatteriesError, ConfigError, InvalidInput, NotFound
+from mcp_batteries.notify import RESOURCE_LIST, Interest, Notifier
+from mcp_batteries.settings import ServerSettings
+
+logger = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Lists one page of dynamic resources: (session, cursor) -> (resources, next cursor).
+ResourceLister = Callable[[Any, str | None], Awaitable[tuple[list[Resource], str | None]]]
+
+#: Checks a URI a client asks to subscribe to; raises a BatteriesError to refuse it.
+SubscriptionCheck = Callable[[str], Awaitable[None]]
+
+
+#: Reads a resource by URI for a session: -> (text or bytes, MIME type).
+ResourceReader = Callable[[Any, str], Awaitable[tuple[str | bytes, str]]]
+
+
+class _Server(MCPServer[Any]):
+    """`MCPServer` with MCP Batteries' error mapping at its public seams."""
+
+    #: URI prefix -> reader, for resources whose MIME type is only known when read.
+    readers: dict[str, ResourceReader]
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, BatteriesError):
+                raise ToolError(str(cause)) from cause
+            raise
+
+    async def read_resource(self, uri: Any, context: Context[Any, Any] | None = None) -> Any:
+        try:
+            for prefix, reader in getattr(self, "readers", {}).items():
+                if str(uri).startswith(prefix):
+                    session = context.session if context is not None else None
+                    try:
+                        content, mime_type = await reader(session, str(uri))
+                    except Exception as exc:
+                        raise ResourceError(str(exc)) from exc
+                    return [ReadResourceContents(content=content, mime_type=mime_type)]
+            return await super().read_resource(uri, context)
+        except ResourceError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, NotFound):
+                raise ResourceNotFoundError(str(cause)) from cause
+            if isinstance(cause, (AccessDenied, InvalidInput)):
+                raise MCPError(INVALID_PARAMS, str(cause), data={"uri": str(uri)}) from cause
+            if isinstance(cause, BatteriesError):
+                raise ResourceError(str(cause)) from cause
+            raise
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        # The SDK reports an unknown prompt or bad arguments as code 0; the spec says -32602.
+        try:
+            return await super().get_prompt(name, arguments, context)
+        except ValueError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc), data={"prompt": name}) from exc
+
+
+class BatteriesServer:
+    """An MCP server with MCP Batteries' conventions; server modules only register on it."""
+
+    def __init__(
+        self,
+        name: str,
+        settings: ServerSettings,
+        *,
+        version: str,
+        instructions: str,
+        title: str | None = None,
+        subscriptions: SubscriptionCheck | None = None,
+    ) -> None:
+        """`subscriptions`: pass a check to serve resource subscriptions; None serves none."""
+        self.settings = settings
+        self.interest = Interest()
+        self.bus = InMemorySubscriptionBus()
+        self.notifier = Notifier(self.bus, self.interest)
+        self._services: list[Callable[[], AbstractAsyncContextManager[Any]]] = []
+        self._declared_tools: list[str] = []
+        self._check_subscription = subscriptions
+        self.mcp = _Server(
+            name,
+            title=title,
+            version=version,
+            instructions=instructions,
+            lifespan=self._lifespan,
+            subscriptions=self.bus,
+            log_level=settings.log_level.upper(),  # type: ignore[arg-type]
+        )
+        self._listen = ListenHandler(self.bus)
+        sdk.add_request_handler(
+            self.mcp, "subscriptions/listen", SubscriptionsListenRequestParams, self._on_listen
+        )
+        self.mcp.middleware.append(self._track_legacy_connections)
+        # Stateless HTTP gives legacy clients no channel for unsolicited messages: advertising
+        # subscribe or listChanged there would promise notifications that can never arrive.
+        self.legacy_notifications = not (settings.transport == "http" and settings.stateless)
+        if self.legacy_notifications:
+            sdk.advertise_legacy_list_changed(self.mcp, tools=True, resources=True, prompts=False)
+            if subscriptions is not None:
+                sdk.add_request_handler(self.mcp, "resources/subscribe", SubscribeRequestParams, self._on_subscribe)
+                sdk.add_request_handler(
+                    self.mcp, "resources/unsubscribe", UnsubscribeRequestParams, self._on_unsubscribe
+                )
+
+    # -- registration ----------------------------------------------------------------------
+    def tool(
+        self,
+        *,
+        title: str,
+        read_only: bool,
+        destructive: bool = False,
+        idempotent: bool = False,
+        open_world: bool = False,
+        name: str | None = None,
+        structured_output: bool | None = None,
+    ) -> Callable[[F], F]:
+        """Register a tool unless read-only mode or the operator's tool lists exclude it.
+
+        Every annotation is stated explicitly, so a client never falls back to the spec's
+        pessimistic defaults (destructive, open-world) by omission.
+        """
+
+        def register(fn: F) -> F:
+            tool_name = name or fn.__name__
+            self._declared_tools.append(tool_name)
+            if self._excluded(tool_name, read_only=read_only):
+                return fn
+            self.mcp.add_tool(
+                fn,
+                name=tool_name,
+                title=title,
+                annotations=ToolAnnotations(
+                    title=title,
+                    read_only_hint=read_only,
+                    destructive_hint=destructive and not read_only,
+                    idempotent_hint=idempotent or read_only,
+                    open_world_hint=open_world,
+                ),
+                structured_output=structured_output,
+            )
+            return fn
+
+        return register
+
+    def _excluded(self, tool_name: str, *, read_only: bool) -> bool:
+        s = self.settings
+        if s.read_only and not read_only:
+            return True
+        if s.tools is not None and tool_name not in s.tools:
+            return True
+        return tool_name in s.disable_tools
+
+    @property
+    def resource(self) -> Any:
+        """`MCPServer.resource`: static resources and `{+path}` templates."""
+        return self.mcp.resource
+
+    @property
+    def prompt(self) -> Any:
+        return self.mcp.prompt
+
+    @property
+    def completion(self) -> Any:
+        return self.mcp.completion
+
+    def read_resources_with(self, prefix: str, reader: ResourceReader) -> None:
+        """Read URIs starting with `prefix` through `reader`, which also names the MIME type."""
+        self.mcp.readers = {**getattr(self.mcp, "readers", {}), prefix: reader}
+
+    def list_resources_with(self, lister: ResourceLister) -> None:
+        """Serve `resources/list` from `lister`, paginated, after any static resources."""
+
+        async def handler(ctx: ServerRequestContext[Any], params: PaginatedRequestParams) -> ListResourcesResult:
+            cursor = params.cursor if params is not None else None
+            static = await self.mcp.list_resources() if cursor is None else []
+            try:
+                dynamic, next_cursor = await lister(ctx.session, cursor)
+            except BatteriesError as exc:
+                raise MCPError(INVALID_PARAMS, str(exc)) from exc
+            return ListResourcesResult(resources=static + dynamic, next_cursor=next_cursor)
+
+        sdk.add_request_handler(self.mcp, "resources/list", PaginatedRequestParams, handler)
+
+    def service(self, factory: Callable[[], AbstractAsyncContextManager[Any]]) -> None:
+        """Run an async context (a pool, a watcher) for as long as the server runs."""
+        self._services.append(factory)
+
+    def check_tool_lists(self) -> None:
+        """Refuse `--tools`/`--disable-tools` names that no tool has (a typo hides nothing)."""
+        known = set(self._declared_tools)
+        named = set(self.settings.tools or ()) | set(self.settings.disable_tools)
+        unknown = sorted(named - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown tool name(s) {', '.join(unknown)}; this server's tools are: {', '.join(sorted(known))}"
+            )
+
+    @asynccontextmanager
+    async def _lifespan(self, _: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
+        async with AsyncExitStack() as stack:
+            for factory in self._services:
+                await stack.enter_async_context(factory())
+            yield {}
+
+    # -- notifications (the one API server code uses) ------------------------------------------
+    async def notify_resource_updated(self, uri: str) -> None:
+        await self.notifier.resource_updated(uri)
+
+    async def notify_resources_list_changed(self) -> None:
+        await self.notifier.resources_list_changed()
+
+    async def notify_tools_list_changed(self) -> None:
+        await self.notifier.tools_list_changed()
+
+    # -- protocol handlers -------------------------------------------------------------------
+    async def _track_legacy_connections(self, ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+        # Every handshake-era connection with a back-channel hears list_changed, subscribed or not.
+        if self.legacy_notifications:
+            connection = sdk.connection_of(ctx.session)
+            if connection.protocol_version not in MODERN_PROTOCOL_VERSIONS and connection.has_standalone_channel:
+                await self.notifier.track(connection)
+        return await call_next(ctx)
+
+    async def _checked(self, uri: str) -> None:
+        if self._check_subscription is None:
+            raise MCPError(INVALID_PARAMS, "this server has no subscribable resources")
+        try:
+            await self._check_subscription(uri)
+        except BatteriesError as exc:
+            raise MCPError(INVALID_PARAMS, f"cannot subscribe to {uri}: {exc}", data={"uri": uri}) from exc
+
+    async def _on_subscribe(self, ctx: ServerRequestContext[Any], params: SubscribeRequestParams) -> EmptyResult:
+        connection = sdk.connection_of(ctx.session)
+        if not connection.has_standalone_channel:
+            raise MCPError(
+                INVALID_REQUEST,
+                "resources/subscribe needs a connection that can carry notifications "
+                "(stdio or stateful HTTP); this one is stateless",
+            )
+        await self._checked(params.uri)
+        await self.notifier.subscribe(connection, params.uri)
+        return EmptyResult()
+
+    async def _on_unsubscribe(self, ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams) -> EmptyResult:
+        await self.notifier.unsubscribe(sdk.connection_of(ctx.session), params.uri)
+        return EmptyResult()
+
+    async def _on_listen(
+        self, ctx: ServerRequestContext[Any], params: SubscriptionsListenRequestParams
+    ) -> SubscriptionsListenResult:
+        wanted = params.notifications
+        uris = list(dict.fromkeys(wanted.resource_subscriptions or ()))
+        for uri in uris:
+            await self._checked(uri)
+        keys = uris + ([RESOURCE_LIST] if wanted.resources_list_changed else [])
+        await self.interest.add(keys)
+        try:
+            return await self._listen(ctx, params)
+        finally:
+            await self.interest.remove(keys)

@@ -1,0 +1,81 @@
+"""Every private attribute of the `mcp` SDK that MCP Batteries touches, in one place.
+
+`mcp` 2.3 has no public API for legacy `resources/subscribe`, for advertising `listChanged` on
+the handshake, or for reaching a request's connection. The workarounds below are the ones the
+SDK's migration guide recommends. `tests/shared/test_sdk.py` pins each behaviour, so an SDK
+upgrade that breaks one fails there first, and the fix is a change to this file alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcp.server import MCPServer, NotificationOptions, Server, ServerRequestContext
+from mcp.server.connection import Connection
+from mcp.server.session import ServerSession
+from pydantic import BaseModel
+
+__all__ = [
+    "Connection",
+    "add_notification_handler",
+    "add_request_handler",
+    "advertise_legacy_list_changed",
+    "connection_of",
+    "lowlevel_server",
+]
+
+
+def lowlevel_server(server: MCPServer[Any]) -> Server[Any]:
+    """The low-level `Server` inside an `MCPServer` (private: `_lowlevel_server`)."""
+    return server._lowlevel_server
+
+
+def connection_of(session: ServerSession) -> Connection:
+    """The connection a request arrived on; it outlives the request (private: `_connection`).
+
+    There is one per stdio process, one per `Mcp-Session-Id` over stateful HTTP, and a
+    throw-away one per request for modern (2026-07-28) and stateless HTTP calls.
+    """
+    return session._connection
+
+
+def add_request_handler(
+    server: MCPServer[Any],
+    method: str,
+    params_type: type[BaseModel],
+    handler: Callable[[ServerRequestContext[Any], Any], Awaitable[Any]],
+) -> None:
+    """Serve `method` with `handler` (e.g. legacy `resources/subscribe`, which `MCPServer` lacks)."""
+    lowlevel_server(server).add_request_handler(method, params_type, handler)
+
+
+def add_notification_handler(
+    server: MCPServer[Any],
+    method: str,
+    params_type: type[BaseModel],
+    handler: Callable[[ServerRequestContext[Any], Any], Awaitable[None]],
+) -> None:
+    """Handle an inbound notification (e.g. `notifications/roots/list_changed`)."""
+    lowlevel_server(server).add_notification_handler(method, params_type, handler)
+
+
+def advertise_legacy_list_changed(
+    server: MCPServer[Any], *, tools: bool, resources: bool, prompts: bool = False
+) -> None:
+    """Make the handshake (`initialize`) result advertise `listChanged` for the given lists.
+
+    `MCPServer` always passes no `NotificationOptions`; stdio, HTTP and the in-memory client all
+    call `create_initialization_options()` without arguments, so wrapping it is the one hook.
+    Modern (2026-07-28) clients derive these flags from `subscriptions/listen` instead.
+    """
+    low = lowlevel_server(server)
+    original = low.create_initialization_options
+    options = NotificationOptions(prompts_changed=prompts, resources_changed=resources, tools_changed=tools)
+
+    def create_initialization_options(
+        notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any
+    ) -> Any:
+        return original(notification_options or options, *args, **kwargs)
+
+    low.create_initialization_options = create_initialization_options  # type: ignore[method-assign]

@@ -1,0 +1,132 @@
+"""Settings every server shares, loaded from flags, environment and a TOML file.
+
+Precedence, highest first: command-line flags, environment variables `MCP_<SERVER>_<FIELD>`
+(e.g. `MCP_FILESYSTEM_READ_ONLY=true`), the TOML file named by `--config` (or
+`MCP_<SERVER>_CONFIG`), then the defaults below. A server subclasses `ServerSettings` to add
+its own fields; `mcp_batteries.cli` turns every field into a flag automatically.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
+
+from pydantic import Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+#: The TOML file for the settings being built; a context variable because pydantic-settings
+#: builds its sources from the class, not from the instance.
+_config_file: ContextVar[Path | None] = ContextVar("mcp_batteries_config_file", default=None)
+
+#: A list setting that accepts "a,b,c" in the environment and TOML as well as a real list.
+NameList = Annotated[list[str], NoDecode]
+
+S = TypeVar("S", bound="ServerSettings")
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+
+class ServerSettings(BaseSettings):
+    """The flags common to every MCP Batteries server."""
+
+    model_config = SettingsConfigDict(extra="forbid", validate_default=True)
+
+    #: The server's short name (e.g. "filesystem"): the env prefix and the console script.
+    server_name: ClassVar[str] = "server"
+
+    transport: Literal["stdio", "http"] = Field(
+        "stdio", description="How clients connect: stdio (a client starts this process) or http."
+    )
+    host: str = Field("127.0.0.1", description="HTTP: address to bind. Non-loopback needs auth.")
+    port: int = Field(8000, ge=0, le=65535, description="HTTP: port to bind (0 picks a free one).")
+    path: str = Field("/mcp", description="HTTP: the MCP endpoint path.")
+    stateless: bool = Field(
+        False,
+        description="HTTP: no sessions (legacy clients then get no change notifications).",
+    )
+    read_only: bool = Field(False, description="Hide and refuse every tool that changes anything.")
+    tools: NameList | None = Field(
+        None, description="Only offer these tools (comma-separated names; default: all)."
+    )
+    disable_tools: NameList = Field(
+        default_factory=list, description="Never offer these tools (comma-separated names)."
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "warning", description="Logging threshold; logs always go to stderr."
+    )
+    auth_token_file: Path | None = Field(
+        None,
+        description="HTTP: file holding the bearer token clients must send (or set MCP_AUTH_TOKEN).",
+    )
+    insecure_no_auth: bool = Field(
+        False, description="HTTP: allow binding a non-loopback address without a bearer token."
+    )
+    allowed_hosts: NameList = Field(
+        default_factory=list,
+        description="HTTP: extra Host header values accepted (DNS-rebinding protection), e.g. mcp.example.com:*.",
+    )
+    allowed_origins: NameList = Field(
+        default_factory=list,
+        description="HTTP: Origin header values accepted from browsers, e.g. https://app.example.com.",
+    )
+    config: Path | None = Field(None, description="A TOML file with any of these settings.")
+
+    @field_validator("tools", "disable_tools", "allowed_hosts", "allowed_origins", mode="before")
+    @classmethod
+    def _split_commas(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        if isinstance(value, list):
+            return [p.strip() for item in value for p in str(item).split(",") if p.strip()]
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _path_starts_with_slash(cls, value: str) -> str:
+        if not value.startswith("/"):
+            raise ValueError(f"must start with '/', got {value!r}")
+        return value
+
+    @property
+    def is_loopback(self) -> bool:
+        return self.host in LOOPBACK_HOSTS or self.host.startswith("127.")
+
+    @classmethod
+    def env_prefix(cls) -> str:
+        return f"MCP_{cls.server_name.upper().replace('-', '_')}_"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = _config_file.get()
+        if config_file is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=config_file))
+        return tuple(sources)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Each server reads its own environment namespace, e.g. MCP_FILESYSTEM_PORT.
+        cls.model_config = {**cls.model_config, "env_prefix": cls.env_prefix()}
+
+
+def build_settings(cls: type[S], cli_values: dict[str, Any], config_file: Path | None) -> S:
+    """Build settings with CLI values on top of environment and the TOML file."""
+    token = _config_file.set(config_file)
+    try:
+        return cls(**cli_values)
+    finally:
+        _config_file.reset(token)

@@ -1,0 +1,177 @@
+"""Test kit: drive any MCP Batteries server the ways real clients do.
+
+- `connect(server, era)`: in-process, in either protocol era;
+- `stdio_params(script, *args)`: start the server's console script as a subprocess over stdio;
+- `http_server(script, *args)`: start it over HTTP on a free loopback port and yield the URL;
+- `Notifications`: collect notifications and wait for one, with a timeout (no sleeps).
+
+`ERAS` names the two eras: "legacy" is the `initialize` handshake (Claude Desktop, Cline);
+"modern" is 2026-07-28.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import warnings
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import httpx2
+from mcp import Client, MCPDeprecationWarning, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+Era = Literal["legacy", "modern"]
+ERAS: tuple[Era, ...] = ("legacy", "modern")
+TIMEOUT_S = 10.0
+
+_URL_IN_BANNER = re.compile(r"at (http://\S+) \(")
+
+
+def client_mode(era: Era) -> Literal["legacy", "auto"]:
+    return "legacy" if era == "legacy" else "auto"
+
+
+def script_path(script: str) -> str:
+    """The console script installed next to this interpreter (the workspace venv), else on PATH."""
+    candidate = Path(sys.executable).parent / script
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which(script)
+    if found is None:
+        raise FileNotFoundError(f"console script {script!r} is not installed")
+    return found
+
+
+def stdio_params(script: str, *args: str, env: Mapping[str, str] | None = None) -> StdioServerParameters:
+    merged = {**os.environ, **(env or {})}
+    return StdioServerParameters(command=script_path(script), args=list(args), env=merged)
+
+
+class Notifications:
+    """A `message_handler` that records server notifications and lets a test wait for one."""
+
+    def __init__(self) -> None:
+        self.received: list[Any] = []
+        self._changed = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            return
+        self.received.append(getattr(message, "root", message))
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def methods(self) -> list[str]:
+        return [getattr(n, "method", "") for n in self.received]
+
+    async def wait_for(self, predicate: Callable[[Any], bool], timeout: float = TIMEOUT_S) -> Any:
+        with anyio.fail_after(timeout):
+            seen = 0
+            while True:
+                for note in self.received[seen:]:
+                    if predicate(note):
+                        return note
+                seen = len(self.received)
+                await self._changed.wait()
+
+    async def wait_method(self, method: str, uri: str | None = None, timeout: float = TIMEOUT_S) -> Any:
+        def matches(note: Any) -> bool:
+            if getattr(note, "method", None) != method:
+                return False
+            return uri is None or str(getattr(getattr(note, "params", None), "uri", "")) == uri
+
+        return await self.wait_for(matches, timeout)
+
+
+@asynccontextmanager
+async def connect(target: Any, era: Era, **kwargs: Any) -> AsyncIterator[Client]:
+    """A connected `Client` to an `MCPServer`, stdio parameters or an HTTP URL, in `era`."""
+    async with Client(target, mode=client_mode(era), **kwargs) as client:
+        yield client
+
+
+@asynccontextmanager
+async def connect_http(url: str, era: Era, token: str | None = None, **kwargs: Any) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http,
+        Client(streamable_http_client(url, http_client=http), mode=client_mode(era), **kwargs) as client,
+    ):
+        yield client
+
+
+async def legacy_subscribe(client: Client, uri: str) -> None:
+    """`resources/subscribe`, which the SDK client marks deprecated (it is legacy-era only)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        await client.subscribe_resource(uri)
+
+
+async def legacy_unsubscribe(client: Client, uri: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        await client.unsubscribe_resource(uri)
+
+
+class RunningServer:
+    def __init__(self, process: subprocess.Popen[bytes], url: str, stderr_lines: list[str]) -> None:
+        self.process = process
+        self.url = url
+        self.stderr_lines = stderr_lines
+
+    @property
+    def base_url(self) -> str:
+        return self.url.rsplit("/", 1)[0] if self.url.count("/") > 2 else self.url
+
+
+@asynccontextmanager
+async def http_server(
+    script: str, *args: str, env: Mapping[str, str] | None = None, startup_timeout: float = 30.0
+) -> AsyncIterator[RunningServer]:
+    """Run `script --transport http --port 0 ARGS` and yield it once its banner names the URL."""
+    command = [script_path(script), *args, "--transport", "http", "--port", "0"]
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    assert process.stderr is not None
+    lines: list[str] = []
+    stderr = process.stderr
+
+    def read_until_url() -> str:
+        for raw in stderr:
+            line = raw.decode(errors="replace").rstrip()
+            lines.append(line)
+            found = _URL_IN_BANNER.search(line)
+            if found:
+                return found.group(1)
+        raise RuntimeError("server exited before announcing its URL:\n" + "\n".join(lines))
+
+    try:
+        with anyio.fail_after(startup_timeout):
+            url = await anyio.to_thread.run_sync(read_until_url, abandon_on_cancel=True)
+        # Keep draining stderr so a chatty server never blocks on a full pipe.
+        drain = anyio.to_thread.run_sync(lambda: [lines.append(r.decode(errors="replace")) for r in stderr],
+                                         abandon_on_cancel=True)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: drain)
+            yield RunningServer(process, url, lines)
+            tg.cancel_scope.cancel()
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                await anyio.to_thread.run_sync(lambda: process.wait(timeout=15))
+            except subprocess.TimeoutExpired:
+                process.kill()

@@ -1,0 +1,162 @@
+"""One `watchfiles` watcher serving every subscription of a server.
+
+A server says what to watch — single files and directory trees — and gets debounced batches of
+changed paths back. Files are watched through their parent directory, because editors save
+atomically (write a temporary file, rename it over the original): a watch on the original
+inode would go blind after the first save, while the directory sees every rename, delete and
+re-creation. A target whose directory is missing is watched through its nearest existing
+ancestor, and the watcher restarts itself when a watched directory disappears.
+
+Memory stays bounded under a storm of changes: watchfiles coalesces each debounce window into a
+set of distinct paths in Rust, and a batch is handed on as one set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from types import TracebackType
+
+import anyio
+from watchfiles import Change, awatch
+
+logger = logging.getLogger(__name__)
+
+ChangeBatch = set[tuple[Change, str]]
+ChangeHandler = Callable[[ChangeBatch], Awaitable[None]]
+
+DEFAULT_DEBOUNCE_MS = 150
+
+
+def nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+class WatchService(AbstractAsyncContextManager["WatchService"]):
+    """Watches a changing set of files and trees; idle (no watcher at all) when the set is empty."""
+
+    def __init__(self, on_changes: ChangeHandler, *, debounce_ms: int = DEFAULT_DEBOUNCE_MS) -> None:
+        self._on_changes = on_changes
+        self._debounce_ms = debounce_ms
+        self._files: frozenset[Path] = frozenset()
+        self._trees: frozenset[Path] = frozenset()
+        self._task: asyncio.Task[None] | None = None
+        self._stop: anyio.Event | None = None
+        self._lock = anyio.Lock()
+        self.restarts = 0
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def __aenter__(self) -> WatchService:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.set_targets(files=(), trees=())
+
+    async def set_targets(self, *, files: object = (), trees: object = ()) -> None:
+        """Replace what is watched; returns once the new watcher is in place."""
+        new_files = frozenset(Path(p) for p in files)  # type: ignore[attr-defined]
+        new_trees = frozenset(Path(p) for p in trees)  # type: ignore[attr-defined]
+        async with self._lock:
+            if new_files == self._files and new_trees == self._trees and (self.running or not (new_files or new_trees)):
+                return
+            self._files, self._trees = new_files, new_trees
+            await self._stop_watcher()
+            if new_files or new_trees:
+                await self._start_watcher()
+
+    async def _stop_watcher(self) -> None:
+        if self._task is None:
+            return
+        assert self._stop is not None
+        self._stop.set()
+        task, self._task = self._task, None
+        task.cancel()
+        try:
+            await task
+        except (asyncio.CancelledError, Exception):
+            pass
+
+    async def _start_watcher(self) -> None:
+        self._stop = anyio.Event()
+        ready = anyio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._run(self._stop, ready))
+        with anyio.fail_after(10):
+            await ready.wait()
+
+    def _watch_roots(self) -> tuple[list[str], list[str]]:
+        """(recursive roots, flat directories) to hand to watchfiles."""
+        trees = sorted({str(nearest_existing(t)) for t in self._trees})
+        flat = sorted({str(nearest_existing(f.parent)) for f in self._files} - set(trees))
+        return trees, flat
+
+    def _interesting(self, path: str) -> bool:
+        p = Path(path)
+        if p in self._files:
+            return True
+        return any(p == t or t in p.parents for t in self._trees)
+
+    async def _run(self, stop: anyio.Event, ready: anyio.Event) -> None:
+        while not stop.is_set():
+            trees, flat = self._watch_roots()
+            streams = []
+            if trees:
+                streams.append(awatch(*trees, stop_event=stop, debounce=self._debounce_ms, step=30,
+                                      recursive=True, ignore_permission_denied=True, yield_on_timeout=False))
+            if flat:
+                streams.append(awatch(*flat, stop_event=stop, debounce=self._debounce_ms, step=30,
+                                      recursive=False, ignore_permission_denied=True, yield_on_timeout=False))
+            await self._pump(streams, ready)
+            if not stop.is_set():
+                # A watched directory vanished: report what is gone, then watch the nearest
+                # surviving ancestors instead (re-planned at the top of the loop).
+                self.restarts += 1
+                await self._deliver({(Change.deleted, str(p)) for p in self._files | self._trees if not p.exists()})
+                await anyio.sleep(0.05)  # back off, so a directory that keeps failing cannot spin
+
+    async def _pump(self, streams: list[object], ready: anyio.Event) -> None:
+        """Consume every stream until one ends or fails; then the caller re-plans and restarts."""
+        async with anyio.create_task_group() as tg:
+            pending = len(streams)
+
+            async def consume(stream: object) -> None:
+                nonlocal pending
+                iterator = stream.__aiter__()  # type: ignore[attr-defined]
+                first = asyncio.ensure_future(iterator.__anext__())
+                # One scheduling step runs awatch up to its first blocking wait: by then the OS
+                # watches exist, so a change made after set_targets() returns is never missed.
+                await asyncio.sleep(0)
+                pending -= 1
+                if pending == 0:
+                    ready.set()
+                try:
+                    batch = await first
+                    while True:
+                        await self._deliver({c for c in batch if self._interesting(c[1])})
+                        batch = await iterator.__anext__()
+                except (StopAsyncIteration, OSError, RuntimeError) as exc:
+                    logger.debug("watch stream ended: %r", exc)
+                finally:
+                    first.cancel()
+                    tg.cancel_scope.cancel()
+
+            for stream in streams:
+                tg.start_soon(consume, stream)
+        ready.set()
+
+    async def _deliver(self, batch: ChangeBatch) -> None:
+        if not batch:
+            return
+        try:
+            await self._on_changes(batch)
+        except Exception:
+            logger.exception("change handler failed")
