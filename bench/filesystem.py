@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: import the harness beside it
 
-from harness import (  # noqa: E402
+from harness import (
     BENCH_DIR,
     Reply,
     ServerSpec,
@@ -79,14 +79,13 @@ def _write_lines(path: Path, megabytes: int) -> str:
     with path.open("w", buffering=1 << 20) as f:
         while written < target:
             text = "".join(line_of(n) for n in range(i, i + block))
-            if written + len(text) > target:  # trim the last block to the size asked for
-                text = text[: target - written]
-                text = text[: text.rfind("\n") + 1]
-                i += text.count("\n")
-            else:
-                i += block
+            if written + len(text) > target:  # the last block: cut at the last whole line
+                text = text[: text.rfind("\n", 0, target - written) + 1]
+                block = text.count("\n")
+                written = target  # done, even if the cut left a few bytes short
             f.write(text)
             written += len(text)
+            i += block
     return line_of(i - 1).rstrip("\n")
 
 
@@ -109,7 +108,8 @@ def ensure_data(root: Path, shape: DataShape) -> dict[str, str]:
         "info": str(root / "small" / "file_000.txt"),
     }
     if marker.exists() and json.loads(marker.read_text()).get("shape") == shape.signature:
-        return paths | json.loads(marker.read_text())["last_lines"]
+        last_lines: dict[str, str] = json.loads(marker.read_text())["last_lines"]
+        return paths | last_lines
     t0 = time.perf_counter()
     print(f"generating data in {root} ...", file=sys.stderr, flush=True)
     n = 0
@@ -153,9 +153,7 @@ def workloads(p: dict[str, str], grep_args: dict[str, object]) -> list[Workload]
         Workload("tools/list", "tools/list", {}, repeat=20, quick_repeat=5),
         tool("list_allowed_directories", "list_allowed_directories", {}, repeat=200, quick_repeat=20),
         tool("get_file_info", "get_file_info", {"path": p["info"]}, repeat=200, quick_repeat=20),
-        tool(
-            "directory_tree (whole tree)", "directory_tree", {"path": p["tree"]}, repeat=5, probe_pings=True
-        ),
+        tool("directory_tree", "directory_tree", {"path": p["tree"]}, repeat=5, probe_pings=True),
         tool(
             "search_files **/*.py",
             "search_files",
@@ -164,7 +162,7 @@ def workloads(p: dict[str, str], grep_args: dict[str, object]) -> list[Workload]
             probe_pings=True,
         ),
         tool(
-            "search_files (no match)",
+            "search_files no match",
             "search_files",
             {"path": p["tree"], "pattern": "**/*.nomatch"},
             repeat=5,
@@ -194,7 +192,16 @@ def workloads(p: dict[str, str], grep_args: dict[str, object]) -> list[Workload]
             check=contains(p["huge_last"]),
         ),
         tool("read_text_file whole big file", "read_text_file", {"path": p["big"]}, repeat=5, quick_repeat=1),
+        # Many matches (ours stops at its max_matches), then no match (a scan of every file).
         tool("grep (ours only)", "grep", grep_args, repeat=5, quick_repeat=1, only={"ours"}),
+        tool(
+            "grep no match (ours only)",
+            "grep",
+            {**grep_args, "pattern": "zzz_no_such_text"},
+            repeat=5,
+            quick_repeat=1,
+            only={"ours"},
+        ),
     ]
 
 

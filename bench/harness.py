@@ -799,6 +799,20 @@ def _cell(sample: Sample | None, what: str) -> str:
     return value + (" !" if sample.errors else "")
 
 
+def _ping_verdict(p: PingProbe) -> str:
+    """A server that answers pings while busy shows many short pings; a blocked one shows one ping
+    whose latency is about the heavy call's duration."""
+    line = (
+        f"call {fmt_time(p.heavy_seconds)}, {len(p.latencies)} pings, median {fmt_time(p.median)},"
+        f" max {fmt_time(p.max)}, {p.answered_during} answered before the call finished"
+    )
+    if p.error:
+        return line + f" (call failed: {p.error})"
+    if p.latencies and p.max > 0.5 * p.heavy_seconds and p.heavy_seconds > 0.05:
+        return line + " — PINGS STALL behind the call"
+    return line + " — responsive"
+
+
 def format_report(res: SuiteResult) -> str:
     """The side-by-side table. Columns per server; the ratio is servers[0] / servers[1]."""
     names = [s.name for s in res.servers if s.name not in res.unavailable]
@@ -859,12 +873,7 @@ def format_report(res: SuiteResult) -> str:
             )
     for wl_name, probes in res.probes.items():
         for n, p in probes.items():
-            verdict = "answers pings during the call" if p.answered_during else "NO ping answered meanwhile"
-            out.append(
-                f"pings during '{wl_name}' on {n}: call {fmt_time(p.heavy_seconds)}, "
-                f"{len(p.latencies)} pings, median {fmt_time(p.median)}, max {fmt_time(p.max)}"
-                f" — {verdict}" + (f" (call failed: {p.error})" if p.error else "")
-            )
+            out.append(f"pings during '{wl_name}' on {n}: {_ping_verdict(p)}")
     if res.restarts:
         out.append("restarts after timeout/crash: " + ", ".join(f"{n} {c}" for n, c in res.restarts.items()))
     for wl_name, by in res.samples.items():

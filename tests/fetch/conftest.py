@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -9,7 +10,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-
 from mcp_fetch.client import Fetcher, FetchSettings
 
 PAGES = Path(__file__).parent / "pages"
@@ -68,7 +68,7 @@ def site() -> Iterator[Site]:
     class RequestHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             state.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
             route = state.routes.get(self.path) or state.routes.get(path)
@@ -79,10 +79,9 @@ def site() -> Iterator[Site]:
                 self.end_headers()
                 self.wfile.write(b"not found")
                 return
-            try:
+            # The client may hang up on purpose (size or time limit).
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 route(self)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client hung up on purpose (size or time limit)
 
         def log_message(self, format: str, *args: object) -> None:
             pass
@@ -90,7 +89,7 @@ def site() -> Iterator[Site]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), RequestHandler)
     server.daemon_threads = True
     state.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield state

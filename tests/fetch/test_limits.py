@@ -10,9 +10,8 @@ from http.server import BaseHTTPRequestHandler
 
 import anyio
 import pytest
-
 from mcp_batteries.errors import LimitExceeded, UpstreamError
-from mcp_fetch.body import BoundedDecoder, BodyTooLarge
+from mcp_fetch.body import BodyTooLarge, BoundedDecoder
 from mcp_fetch.client import Fetcher
 
 from .conftest import Site, loopback_settings

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
-
 from mcp_batteries.errors import AccessDenied, InvalidInput, UpstreamError
 from mcp_fetch.client import Fetcher, FetchSettings
 from mcp_fetch.netguard import AddressPolicy, IPAddress, classify_address
@@ -137,7 +136,7 @@ async def test_hostname_with_one_private_address_among_public_ones_is_refused(si
 
     client = Fetcher(FetchSettings(ignore_robots_txt=True), resolver=resolver)
     try:
-        with pytest.raises(AccessDenied, match="10.0.0.5 is a private-network address"):
+        with pytest.raises(AccessDenied, match=r"10\.0\.0\.5 is a private-network address"):
             await client.fetch("http://mixed.example/")
     finally:
         await client.aclose()
@@ -152,7 +151,9 @@ async def test_connection_goes_to_the_address_resolved_once_with_the_real_host_h
         lookups.append(host)
         return [ipaddress.ip_address(next(answers))]
 
-    client = Fetcher(loopback_settings(ignore_robots_txt=True, allow_hosts=("127.0.0.0/8",)), resolver=resolver)
+    client = Fetcher(
+        loopback_settings(ignore_robots_txt=True, allow_hosts=("127.0.0.0/8",)), resolver=resolver
+    )
     try:
         result = await client.fetch(f"http://pinned.example:{site.port}/page")
     finally:
@@ -170,7 +171,9 @@ async def test_redirect_to_loopback_is_refused_without_allow_list(site: Site) ->
         return [ipaddress.ip_address("127.0.0.1")]
 
     # Only the name "public.example" is allowed (it stands in for a public site); 127.0.0.1 is not.
-    client = Fetcher(FetchSettings(ignore_robots_txt=True, allow_hosts=("public.example",)), resolver=resolver)
+    client = Fetcher(
+        FetchSettings(ignore_robots_txt=True, allow_hosts=("public.example",)), resolver=resolver
+    )
     try:
         with pytest.raises(AccessDenied, match="loopback"):
             await client.fetch(f"http://public.example:{site.port}/go")
@@ -187,7 +190,9 @@ async def test_redirect_to_hostname_resolving_to_metadata_address_is_refused(sit
         address = "169.254.169.254" if host == "metadata.google.internal" else "127.0.0.1"
         return [ipaddress.ip_address(address)]
 
-    client = Fetcher(FetchSettings(ignore_robots_txt=True, allow_hosts=("public.example",)), resolver=resolver)
+    client = Fetcher(
+        FetchSettings(ignore_robots_txt=True, allow_hosts=("public.example",)), resolver=resolver
+    )
     try:
         with pytest.raises(AccessDenied, match="cloud metadata"):
             await client.fetch(f"http://public.example:{site.port}/go")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from mcp_batteries.errors import InvalidInput, LimitExceeded, NotFound
 from mcp_filesystem.editing import Edit, apply_edits, edit_file, fence, unified_diff
 
@@ -100,13 +99,7 @@ def test_empty_edit_list_is_invalid_input() -> None:
 
 
 def test_fuzzy_match_reindents_python_block_to_file_indentation() -> None:
-    source = (
-        "class A:\n"
-        "    def f(self):\n"
-        "        if x:\n"
-        "            return 1\n"
-        "        return 2\n"
-    )
+    source = "class A:\n    def f(self):\n        if x:\n            return 1\n        return 2\n"
     # The model dropped the indentation of the whole block.
     result = apply_edits(
         source,
@@ -134,7 +127,9 @@ def test_fuzzy_match_when_only_first_line_lost_its_indentation() -> None:
 
 def test_fuzzy_match_tolerates_trailing_whitespace_and_keeps_blank_lines_empty() -> None:
     source = "def f():   \n    a = 1  \n\n    b = 2\n"
-    result = apply_edits(source, [Edit("def f():\n    a = 1\n\n    b = 2\n", "def f():\n    a = 1\n\n    b = 3\n")])
+    result = apply_edits(
+        source, [Edit("def f():\n    a = 1\n\n    b = 2\n", "def f():\n    a = 1\n\n    b = 3\n")]
+    )
     assert result.new_text == "def f():\n    a = 1\n\n    b = 3\n"
 
 
@@ -283,3 +278,21 @@ def test_edit_file_writes_through_callback_with_display_path(tmp_path: Path) -> 
 def test_new_text_with_dollar_and_backslashes_is_literal() -> None:
     result = apply_edits("v = X\n", [Edit("X", r"$1 \n \\g<0>")])
     assert result.new_text == "v = $1 \\n \\\\g<0>\n"
+
+
+def test_edit_file_in_reads_and_writes_through_the_safe_layer(tmp_path: Path) -> None:
+    from mcp_batteries.paths import AllowedDirectories
+    from mcp_filesystem.editing import edit_file_in
+
+    root = tmp_path.resolve()
+    target = root / "crlf.txt"
+    target.write_bytes(b"a\r\nb\r\n")
+    target.chmod(0o640)
+    allowed = AllowedDirectories([root])
+    preview = edit_file_in(allowed, target, [{"oldText": "b", "newText": "c"}], True)
+    assert "+c" in preview and "Dry run" in preview
+    assert target.read_bytes() == b"a\r\nb\r\n"
+    text = edit_file_in(allowed, target, [{"oldText": "b", "newText": "c"}], False)
+    assert text.startswith("```diff\n")
+    assert target.read_bytes() == b"a\r\nc\r\n"
+    assert target.stat().st_mode & 0o777 == 0o640

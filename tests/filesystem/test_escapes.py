@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput
 from mcp_batteries.paths import AllowedDirectories, resolve_path
 from mcp_filesystem.info import get_file_info
@@ -159,7 +158,9 @@ def test_dangling_symlink_whose_target_would_be_outside_is_refused(
     assert not (outside / "not-yet.txt").exists()
 
 
-def test_symlink_to_root_filesystem_is_refused(allowed: AllowedDirectories, root: Path, outside: Path) -> None:
+def test_symlink_to_root_filesystem_is_refused(
+    allowed: AllowedDirectories, root: Path, outside: Path
+) -> None:
     (root / "slash").symlink_to("/")
     _assert_all_refused(allowed, "slash/etc/passwd", outside)
 
@@ -215,7 +216,9 @@ def test_recursive_delete_does_not_follow_symlinks_inside_the_tree(
     assert (outside / "secret.txt").read_text() == "SECRET\n"
 
 
-def test_move_out_of_or_into_outside_is_refused(allowed: AllowedDirectories, root: Path, outside: Path) -> None:
+def test_move_out_of_or_into_outside_is_refused(
+    allowed: AllowedDirectories, root: Path, outside: Path
+) -> None:
     with pytest.raises(AccessDenied):
         move_file(allowed, str(outside / "secret.txt"), "stolen.txt")
     with pytest.raises(AccessDenied):
@@ -288,7 +291,11 @@ def test_symlink_swapped_in_during_reads_never_leaks_the_secret(
     try:
         for i in range(3000):
             try:
-                page = read_text_file(allowed, "racy.txt", tail=1) if i % 3 == 0 else read_text_file(allowed, "racy.txt")
+                page = (
+                    read_text_file(allowed, "racy.txt", tail=1)
+                    if i % 3 == 0
+                    else read_text_file(allowed, "racy.txt")
+                )
             except BatteriesError as exc:
                 assert "SECRET" not in str(exc)
                 outcomes["refused"] += 1

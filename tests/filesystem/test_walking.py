@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from mcp_batteries.errors import InvalidInput, NotFound
 from mcp_filesystem.patterns import ExcludeMatcher, compile_glob, expand_braces, gitignored, parse_gitignore
 from mcp_filesystem.walker import Walker
@@ -204,7 +203,10 @@ def test_directory_tree_reference_structure(tmp_path: Path) -> None:
         {
             "name": "src",
             "type": "directory",
-            "children": [{"name": "empty", "type": "directory", "children": []}, {"name": "main.py", "type": "file"}],
+            "children": [
+                {"name": "empty", "type": "directory", "children": []},
+                {"name": "main.py", "type": "file"},
+            ],
         },
     ]
     assert result.text == result.json_text  # no notes when complete
@@ -251,7 +253,16 @@ def test_directory_tree_entry_limit_is_breadth_first_and_explained(tmp_path: Pat
     result = directory_tree(tmp_path, max_entries=12)
     tree = json.loads(result.json_text)
     assert result.truncated and result.entries == 12
-    assert [e["name"] for e in tree] == ["d0", "d1", "d2", "top0.txt", "top1.txt", "top2.txt", "top3.txt", "top4.txt"]
+    assert [e["name"] for e in tree] == [
+        "d0",
+        "d1",
+        "d2",
+        "top0.txt",
+        "top1.txt",
+        "top2.txt",
+        "top3.txt",
+        "top4.txt",
+    ]
     assert len(tree[0]["children"]) == 4 and tree[0]["truncated"] is True
     assert tree[1]["truncated"] is True and tree[1]["children"] == []
     assert "Tree truncated after 12 entries" in result.text

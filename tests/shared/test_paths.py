@@ -8,7 +8,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from mcp_batteries.errors import AccessDenied, BatteriesError, ConfigError, InvalidInput, NotFound
 from mcp_batteries.paths import (
     NAME_MAX,

@@ -27,6 +27,7 @@ from mcp.types import (
     EmptyResult,
     GetPromptResult,
     InputRequiredResult,
+    SetLevelRequestParams,
     SubscribeRequestParams,
     SubscriptionsListenRequestParams,
     SubscriptionsListenResult,
@@ -146,6 +147,9 @@ class BatteriesServer:
         self.legacy_notifications = not (settings.transport == "http" and settings.stateless)
         if self.legacy_notifications:
             sdk.advertise_legacy_list_changed(self.mcp, tools=True, resources=True, prompts=False)
+            # Handshake-era clients may set a log level; the capability must be declared before
+            # any notifications/message is sent (logging is deprecated in 2026-07-28).
+            sdk.add_request_handler(self.mcp, "logging/setLevel", SetLevelRequestParams, self._on_set_level)
             if subscriptions is not None:
                 sdk.add_request_handler(self.mcp, "resources/subscribe", SubscribeRequestParams, self._on_subscribe)
                 sdk.add_request_handler(
@@ -289,6 +293,10 @@ class BatteriesServer:
             )
         await self._checked(params.uri)
         await self.notifier.subscribe(connection, params.uri)
+        return EmptyResult()
+
+    async def _on_set_level(self, ctx: ServerRequestContext[Any], params: SetLevelRequestParams) -> EmptyResult:
+        sdk.connection_of(ctx.session).state["mcp_batteries.log_level"] = params.level
         return EmptyResult()
 
     async def _on_unsubscribe(self, ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams) -> EmptyResult:

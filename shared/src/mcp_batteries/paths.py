@@ -225,7 +225,7 @@ def _realpath(path: str, user_path: str) -> Path:
             return Path(os.path.realpath(path))
         except OSError as exc:
             last = exc
-    raise BatteriesError(
+    raise UpstreamError(
         f"{display_path(user_path)} kept changing while being resolved ({last.strerror}); try again"
     ) from None
 

@@ -23,6 +23,7 @@ __all__ = [
     "advertise_legacy_list_changed",
     "connection_of",
     "lowlevel_server",
+    "set_tool_input_schema",
 ]
 
 
@@ -79,3 +80,15 @@ def advertise_legacy_list_changed(
         return original(notification_options or options, *args, **kwargs)
 
     low.create_initialization_options = create_initialization_options  # type: ignore[method-assign]
+
+
+def set_tool_input_schema(server: MCPServer[Any], name: str, schema: dict[str, Any]) -> None:
+    """Replace a registered tool's generated input schema with a hand-written JSON Schema.
+
+    `MCPServer` derives schemas from signatures only; keywords such as `$anchor`, `if/then/else`
+    or `additionalProperties: false` need this (private: `_tool_manager`).
+    """
+    tool = server._tool_manager.get_tool(name)
+    if tool is None:
+        raise KeyError(f"no tool named {name!r}")
+    tool.parameters = schema

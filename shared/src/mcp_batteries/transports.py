@@ -8,7 +8,9 @@ by uvicorn with DNS-rebinding protection always on (the SDK silently turns it of
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import threading
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
@@ -110,10 +112,18 @@ def _stdio_banner(server: BatteriesServer, script: str) -> str:
     )
 
 
+STDIO_SHUTDOWN_GRACE_S = 3.0
+
+
 async def _until_signal(scope: anyio.CancelScope) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for _ in signals:
             scope.cancel()
+            # The stdin reader is a blocking read in a worker thread that cancellation cannot
+            # interrupt: give the services a moment to close, then leave without waiting for it.
+            timer = threading.Timer(STDIO_SHUTDOWN_GRACE_S, os._exit, (0,))
+            timer.daemon = True
+            timer.start()
             return
 
 
@@ -145,6 +155,10 @@ async def serve_http(server: BatteriesServer, app: ASGIApp, *, on_started: Calla
         tg.cancel_scope.cancel()
 
 
+def _exit_cleanly(signum: int, frame: object) -> None:
+    """Runs after uvicorn has drained: returning lets `serve()` finish, so the exit status is 0."""
+
+
 def run(server: BatteriesServer, *, script: str) -> None:
     """Serve until the client hangs up or a signal arrives. Configuration errors raise ConfigError."""
     configure_logging(server.settings.log_level)
@@ -152,6 +166,9 @@ def run(server: BatteriesServer, *, script: str) -> None:
     try:
         if server.settings.transport == "http":
             app = build_http_app(server)
+            # uvicorn drains on SIGTERM, restores the previous handler and re-raises the signal;
+            # with this handler in place that ends the process with status 0, not -15.
+            signal.signal(signal.SIGTERM, _exit_cleanly)
             anyio.run(serve_http, server, app)
         else:
             anyio.run(serve_stdio, server, script)

@@ -29,6 +29,8 @@ ChangeBatch = set[tuple[Change, str]]
 ChangeHandler = Callable[[ChangeBatch], Awaitable[None]]
 
 DEFAULT_DEBOUNCE_MS = 150
+#: How often (ms) an idle watcher checks that the directories it watches still exist.
+PLAN_CHECK_MS = 500
 
 
 def nearest_existing(path: Path) -> Path:
@@ -48,6 +50,7 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
         self._task: asyncio.Task[None] | None = None
         self._stop: anyio.Event | None = None
         self._lock = anyio.Lock()
+        self._last_present: set[Path] = set()
         self.restarts = 0
 
     @property
@@ -99,6 +102,16 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
         flat = sorted({str(nearest_existing(f.parent)) for f in self._files} - set(trees))
         return trees, flat
 
+    async def _reconcile(self) -> None:
+        """Once the new watches exist: report targets that came or went while none covered them."""
+        now = self._present()
+        before = self._last_present
+        self._last_present = now
+        await self._deliver({(Change.deleted, str(p)) for p in before - now} | {(Change.added, str(p)) for p in now - before})
+
+    def _present(self) -> set[Path]:
+        return {p for p in self._files | self._trees if p.exists()}
+
     def _interesting(self, path: str) -> bool:
         p = Path(path)
         if p in self._files:
@@ -106,24 +119,27 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
         return any(p == t or t in p.parents for t in self._trees)
 
     async def _run(self, stop: anyio.Event, ready: anyio.Event) -> None:
+        self._last_present = self._present()
         while not stop.is_set():
-            trees, flat = self._watch_roots()
+            plan = self._watch_roots()
+            trees, flat = plan
             streams = []
             if trees:
                 streams.append(awatch(*trees, stop_event=stop, debounce=self._debounce_ms, step=30,
-                                      recursive=True, ignore_permission_denied=True, yield_on_timeout=False))
+                                      recursive=True, ignore_permission_denied=True, yield_on_timeout=True,
+                                      rust_timeout=PLAN_CHECK_MS))
             if flat:
                 streams.append(awatch(*flat, stop_event=stop, debounce=self._debounce_ms, step=30,
-                                      recursive=False, ignore_permission_denied=True, yield_on_timeout=False))
-            await self._pump(streams, ready)
+                                      recursive=False, ignore_permission_denied=True, yield_on_timeout=True,
+                                      rust_timeout=PLAN_CHECK_MS))
+            await self._pump(streams, ready, plan)
             if not stop.is_set():
-                # A watched directory vanished: report what is gone, then watch the nearest
-                # surviving ancestors instead (re-planned at the top of the loop).
+                # A watched directory vanished (or reappeared): report files that are gone, then
+                # watch the nearest existing directories instead (re-planned at the loop's top).
                 self.restarts += 1
-                await self._deliver({(Change.deleted, str(p)) for p in self._files | self._trees if not p.exists()})
                 await anyio.sleep(0.05)  # back off, so a directory that keeps failing cannot spin
 
-    async def _pump(self, streams: list[object], ready: anyio.Event) -> None:
+    async def _pump(self, streams: list[object], ready: anyio.Event, plan: tuple[list[str], list[str]]) -> None:
         """Consume every stream until one ends or fails; then the caller re-plans and restarts."""
         async with anyio.create_task_group() as tg:
             pending = len(streams)
@@ -138,10 +154,13 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
                 pending -= 1
                 if pending == 0:
                     ready.set()
+                    await self._reconcile()
                 try:
                     batch = await first
                     while True:
                         await self._deliver({c for c in batch if self._interesting(c[1])})
+                        if self._watch_roots() != plan:
+                            return  # a watched directory vanished or came back: re-plan
                         batch = await iterator.__anext__()
                 except (StopAsyncIteration, OSError, RuntimeError) as exc:
                     logger.debug("watch stream ended: %r", exc)
@@ -156,6 +175,13 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
     async def _deliver(self, batch: ChangeBatch) -> None:
         if not batch:
             return
+        for change, raw in batch:  # keep _reconcile's notion of what exists in step with events
+            path = Path(raw)
+            if path in self._files or path in self._trees:
+                if change == Change.deleted:
+                    self._last_present.discard(path)
+                else:
+                    self._last_present.add(path)
         try:
             await self._on_changes(batch)
         except Exception:

@@ -31,10 +31,12 @@ _TEXT_TYPES = frozenset(
      "application/sql", "application/graphql", "application/x-sh", "image/svg+xml",
      "application/x-ndjson", "application/csv"}
 )  # fmt: skip
-_UNINFORMATIVE_TYPES = frozenset({"", "application/octet-stream", "binary/octet-stream", "application/unknown"})
+_UNINFORMATIVE_TYPES = frozenset(
+    {"", "application/octet-stream", "binary/octet-stream", "application/unknown"}
+)
 
 
-class BodyTooLarge(Exception):  # noqa: N818 - internal signal, turned into LimitExceeded by the client
+class BodyTooLarge(Exception):
     def __init__(self, *, ratio: float | None = None) -> None:
         super().__init__()
         self.ratio = ratio  # set when the compression-ratio guard, not the size cap, tripped
@@ -58,7 +60,9 @@ class _ZlibStream:
                 self._decompressor = zlib.decompressobj(-15)
                 self._started = True
                 return self.decompress(data, max_length)
-            raise UpstreamError(f"The server sent a corrupt {self._encoding}-compressed body ({exc}).") from exc
+            raise UpstreamError(
+                f"The server sent a corrupt {self._encoding}-compressed body ({exc})."
+            ) from exc
         self._started = True
         if self._decompressor.eof and self._decompressor.unused_data:
             # Concatenated gzip members: start a fresh decompressor on what follows.
@@ -71,7 +75,9 @@ class _ZlibStream:
         try:
             return self._decompressor.flush()
         except zlib.error as exc:
-            raise UpstreamError(f"The server sent a corrupt {self._encoding}-compressed body ({exc}).") from exc
+            raise UpstreamError(
+                f"The server sent a corrupt {self._encoding}-compressed body ({exc})."
+            ) from exc
 
 
 class BoundedDecoder:
@@ -87,7 +93,9 @@ class BoundedDecoder:
                     f"(it asks for {ACCEPT_ENCODING!r} only)."
                 )
         if len(codings) > 1:
-            raise UpstreamError(f"The server applied several compressions ({content_encoding}); not supported.")
+            raise UpstreamError(
+                f"The server applied several compressions ({content_encoding}); not supported."
+            )
         self._stream = _ZlibStream(codings[0]) if codings else None
         self._limit = limit
         self.raw_bytes = 0
@@ -154,7 +162,9 @@ def sniff(body: bytes) -> str | None:
     if body.startswith(b"PK\x03\x04"):
         return "application/zip"
     head = body[:1024].lstrip(b"\xef\xbb\xbf \t\r\n").lower()
-    if head.startswith((b"<!doctype html", b"<html")) or any(t in head for t in (b"<html", b"<head>", b"<body")):
+    if head.startswith((b"<!doctype html", b"<html")) or any(
+        t in head for t in (b"<html", b"<head>", b"<body")
+    ):
         return "text/html"
     if b"\x00" not in body[:4096]:
         try:
@@ -208,7 +218,11 @@ def _codec(label: str | None) -> str | None:
 
 def decode_text(body: bytes, header_charset: str | None, *, is_html: bool) -> tuple[str, str]:
     """(text, codec used): BOM, then HTTP charset, then <meta charset>, then UTF-8, then windows-1252."""
-    for bom, codec in ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
+    for bom, codec in (
+        (codecs.BOM_UTF8, "utf-8"),
+        (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+    ):
         if body.startswith(bom):
             return body[len(bom) :].decode(codec, errors="replace"), codec
     declared = _codec(header_charset)

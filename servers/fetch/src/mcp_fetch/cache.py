@@ -32,9 +32,7 @@ class _Slot(Generic[V]):
 
 
 class LRUCache(Generic[V]):
-    def __init__(
-        self, max_entries: int, max_bytes: int, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, max_entries: int, max_bytes: int, clock: Callable[[], float] = time.monotonic) -> None:
         self._max_entries = max_entries
         self._max_bytes = max_bytes
         self._clock = clock

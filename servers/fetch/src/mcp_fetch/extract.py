@@ -24,8 +24,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urljoin
 
-from bs4 import BeautifulSoup, Comment, Tag
-from markdownify import ATX, MarkdownConverter
+from bs4 import BeautifulSoup, Comment, Doctype, Tag
+from bs4.element import NavigableString
+from markdownify import (  # type: ignore[attr-defined]  # helpers missing from its stub
+    ATX,
+    MarkdownConverter,
+    should_remove_whitespace_inside,
+    should_remove_whitespace_outside,
+)
 
 Output = Literal["markdown", "text", "html"]
 
@@ -35,6 +41,7 @@ _NEVER_CONTENT = (
     "applet", "canvas", "svg", "math", "button", "input", "select", "textarea", "option", "label",
     "dialog", "link", "meta", "base", "head",
 )  # fmt: skip
+_NEVER_CONTENT_SET = frozenset(_NEVER_CONTENT)
 _BOILERPLATE_TAGS = ("nav", "aside", "footer", "menu")
 _BOILERPLATE_ROLES = frozenset(
     {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar", "dialog",
@@ -50,17 +57,32 @@ _UNLIKELY_WORDS = frozenset(
      "gdpr", "outbrain", "taboola", "toolbar", "topbar", "hidden", "print"}
 )  # fmt: skip
 # ... or as substrings (these never appear inside innocent words).
-_UNLIKELY_SUBSTRINGS = ("cookie", "consent", "gdpr", "advert", "sponsor", "newsletter", "sidebar",
-                        "breadcrumb", "table-of-contents", "tableofcontents", "social", "share-")
+_UNLIKELY_SUBSTRINGS = (
+    "cookie",
+    "consent",
+    "gdpr",
+    "advert",
+    "sponsor",
+    "newsletter",
+    "sidebar",
+    "breadcrumb",
+    "table-of-contents",
+    "tableofcontents",
+    "social",
+    "share-",
+)
 # ... unless the class/id also says this is the content.
 _CONTENT_WORDS = frozenset({"article", "body", "content", "main", "post", "entry", "story", "text", "blog"})
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_HEADING = re.compile(r"h[1-6]$")
+_EDGE_NEWLINES = re.compile(r"^(\n*)((?:.*[^\n])?)(\n*)$", flags=re.DOTALL)
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 _CODE_LANGUAGE = re.compile(
     r"(?:^|\s)(?:language-|lang-|highlight-source-|highlight-|brush:\s*)([a-z0-9_+#.-]+)", re.IGNORECASE
 )
 _NOT_LANGUAGES = frozenset({"default", "none", "text", "plain", "plaintext", "notranslate", "nohighlight"})
-_BLOCKS = ("p", "pre", "td", "blockquote", "li", "dd")
+_BLOCKS = frozenset({"p", "pre", "td", "blockquote", "li", "dd"})
+_SHORTLIST = 12
 _CONTAINERS = frozenset({"div", "section", "article", "main", "td", "body", "blockquote", "center", "form"})
 # The extracted main content must hold at least this much of the text of the boilerplate-free page,
 # unless it is substantial on its own; otherwise the density pick is probably wrong.
@@ -96,7 +118,9 @@ def html_to_markdown(html: str, base_url: str) -> Converted:
     return convert_html(html, base_url, "markdown")
 
 
-def convert_html(html: str, base_url: str, output: Output = "markdown", *, parser: str | None = None) -> Converted:
+def convert_html(
+    html: str, base_url: str, output: Output = "markdown", *, parser: str | None = None
+) -> Converted:
     """The main content of `html` (fetched from `base_url`) in the requested output format."""
     parser = parser or default_parser()
     soup = BeautifulSoup(html, parser)
@@ -139,8 +163,17 @@ def _title(soup: BeautifulSoup) -> str | None:
     return None
 
 
+def _removed(tag: Tag) -> bool:
+    """Whether tag was decomposed along with an ancestor earlier in the same sweep.
+
+    Not `tag.decomposed`: on a live Tag that property's getattr falls through to bs4's child-tag
+    lookup (`tag.find("_decomposed")`), a subtree search per call, which made sweeps quadratic.
+    """
+    return bool(tag.__dict__.get("_decomposed", False))
+
+
 def _is_hidden(tag: Tag) -> bool:
-    if tag.decomposed:  # already removed along with an ancestor
+    if _removed(tag):
         return False
     if tag.has_attr("hidden") or str(tag.get("aria-hidden", "")).lower() == "true":
         return True
@@ -148,23 +181,36 @@ def _is_hidden(tag: Tag) -> bool:
     return bool(style) and _HIDDEN_STYLE.search(str(style)) is not None
 
 
+def _tags(root: Tag) -> list[Tag]:
+    """Every element under root, in document order. One plain walk: bs4's find_all filter machinery
+    costs about a second per pass over a 2 MB page, so sweeps avoid it."""
+    return [node for node in root.descendants if isinstance(node, Tag)]
+
+
 def _remove_never_content(soup: BeautifulSoup) -> None:
-    for comment in soup.find_all(string=lambda node: isinstance(node, Comment)):
+    comments = [node for node in soup.descendants if isinstance(node, Comment)]
+    for comment in comments:
         comment.extract()
-    for tag in soup.find_all(_NEVER_CONTENT):
-        tag.decompose()
-    for form in soup.find_all("form"):
+    forms: list[Tag] = []
+    for tag in _tags(soup):
+        if _removed(tag):
+            continue
+        if tag.name in _NEVER_CONTENT_SET or _is_hidden(tag):
+            tag.decompose()
+        elif tag.name == "form":
+            forms.append(tag)
+    for form in forms:
+        if _removed(form):
+            continue
         # Some sites (ASP.NET) wrap the whole page in one <form>; keep its content, drop real forms.
         if _text_length(form) > 500:
             form.unwrap()
         else:
             form.decompose()
-    for tag in soup.find_all(_is_hidden):
-        tag.decompose()
 
 
 def _class_words(tag: Tag) -> list[str]:
-    classes = tag.get("class") or []
+    classes: Any = tag.get("class") or []
     names = " ".join(classes) if isinstance(classes, list) else str(classes)
     return [word for word in _WORD_SPLIT.split(f"{names} {tag.get('id', '')}".lower()) if word]
 
@@ -187,11 +233,11 @@ def _looks_like_boilerplate(tag: Tag) -> bool:
 
 
 def _remove_boilerplate(root: Tag) -> None:
-    for tag in root.find_all(True):
-        if tag.decomposed or not _looks_like_boilerplate(tag):
+    for tag in _tags(root):
+        if _removed(tag) or not _looks_like_boilerplate(tag):
             continue
         # A wrapper that merely has a misleading class must not take the real content with it.
-        if tag.find(["main", "article"]) is not None or tag.find(attrs={"role": "main"}) is not None:
+        if any(inner.name in ("main", "article") or inner.get("role") == "main" for inner in _tags(tag)):
             continue
         tag.decompose()
 
@@ -214,22 +260,23 @@ def _main_content(body: Tag) -> Tag:
         length = _text_length(tag)
         return length >= _SUBSTANTIAL_CHARS or length >= _MIN_SHARE * total
 
-    for main in body.find_all(["main"]) + body.find_all(attrs={"role": "main"}):
+    tags = _tags(body)
+    for main in [tag for tag in tags if tag.name == "main" or tag.get("role") == "main"]:
         if good_enough(main):
             return main
-    articles = body.find_all("article")
+    articles = [tag for tag in tags if tag.name == "article"]
     if articles:
         longest = max(articles, key=_text_length)
         if good_enough(longest):
             return longest
-    return _densest_container(body) or body
+    return _densest_container(tags) or body
 
 
-def _densest_container(body: Tag) -> Tag | None:
+def _densest_container(tags: list[Tag]) -> Tag | None:
     """Readability's heuristic: paragraphs vote for their parent (and, halved, grandparent)."""
     scores: dict[int, float] = {}
-    tags: dict[int, Tag] = {}
-    for block in body.find_all(_BLOCKS):
+    containers: dict[int, Tag] = {}
+    for block in (tag for tag in tags if tag.name in _BLOCKS):
         text = " ".join(block.get_text(" ").split())
         if len(text) < 25:
             continue
@@ -239,15 +286,17 @@ def _densest_container(body: Tag) -> Tag | None:
             if ancestor is None or not isinstance(ancestor, Tag):
                 break
             if ancestor.name in _CONTAINERS:
-                tags[id(ancestor)] = ancestor
+                containers[id(ancestor)] = ancestor
                 scores[id(ancestor)] = scores.get(id(ancestor), 0.0) + score / divisor
             ancestor = ancestor.parent
     if not scores:
         return None
     best: Tag | None = None
     best_score = 0.0
-    for key, score in scores.items():
-        tag = tags[key]
+    # Link density needs a subtree walk per candidate, so only the strongest few are weighed.
+    shortlist = sorted(scores.items(), key=lambda item: item[1], reverse=True)[:_SHORTLIST]
+    for key, score in shortlist:
+        tag = containers[key]
         adjusted = score * (1.0 - _link_density(tag, _text_length(tag)))
         if adjusted > best_score:
             best, best_score = tag, adjusted
@@ -255,13 +304,14 @@ def _densest_container(body: Tag) -> Tag | None:
 
 
 def _absolutise(root: Tag, base_url: str) -> None:
-    for link in root.find_all("a"):
+    tags = _tags(root)
+    for link in (tag for tag in tags if tag.name == "a"):
         href = str(link.get("href", "")).strip()
         if not href or href.lower().startswith(("javascript:", "data:", "vbscript:")):
             link.unwrap()
             continue
         link["href"] = urljoin(base_url, href)
-    for image in root.find_all("img"):
+    for image in (tag for tag in tags if tag.name == "img"):
         src = str(image.get("src", "")).strip()
         lazy = image.get("data-src") or image.get("data-lazy-src") or image.get("data-original")
         if (not src or src.startswith("data:")) and lazy:
@@ -279,8 +329,8 @@ def _absolutise(root: Tag, base_url: str) -> None:
 
 def _code_language(pre: Tag) -> str | None:
     candidates: list[Tag] = [pre]
-    code = pre.find("code")
-    if isinstance(code, Tag):
+    code = next((child for child in pre.children if isinstance(child, Tag) and child.name == "code"), None)
+    if code is not None:
         candidates.append(code)
     parent = pre.parent
     for _ in range(2):  # Sphinx/Pygments put the language two wrappers up: div.highlight-python > div
@@ -291,7 +341,7 @@ def _code_language(pre: Tag) -> str | None:
         for attribute in ("data-lang", "data-language"):
             if tag.get(attribute):
                 return str(tag[attribute]).lower()
-        classes = tag.get("class") or []
+        classes: Any = tag.get("class") or []
         match = _CODE_LANGUAGE.search(" ".join(classes) if isinstance(classes, list) else str(classes))
         if match and match.group(1).lower() not in _NOT_LANGUAGES:
             return match.group(1).lower()
@@ -299,6 +349,69 @@ def _code_language(pre: Tag) -> str | None:
 
 
 class _Markdown(MarkdownConverter):
+    def process_tag(self, node: Tag, parent_tags: set[str] | None = None) -> str:
+        """markdownify's process_tag, minus its per-element `node.find_parent("pre")`.
+
+        That ancestor search (through bs4's slow filter machinery) was ~40% of the conversion time
+        of a large page; `parent_tags` already says whether we are inside <pre>. Kept behaviourally
+        identical to markdownify 1.2's version otherwise.
+        """
+        parent_tags = parent_tags or set()
+        remove_inside = should_remove_whitespace_inside(node)
+
+        def ignorable(el: Any) -> bool:
+            if isinstance(el, Tag):
+                return False
+            if isinstance(el, (Comment, Doctype)):
+                return True
+            if isinstance(el, NavigableString):
+                if str(el).strip() != "":
+                    return False
+                if remove_inside and (not el.previous_sibling or not el.next_sibling):
+                    return True
+                return bool(
+                    should_remove_whitespace_outside(el.previous_sibling)
+                    or should_remove_whitespace_outside(el.next_sibling)
+                )
+            return el is None
+
+        children = [el for el in node.children if not ignorable(el)]
+        child_parent_tags = set(parent_tags)
+        child_parent_tags.add(node.name)
+        if _HEADING.match(node.name) is not None or node.name in ("td", "th"):
+            child_parent_tags.add("_inline")
+        if node.name in ("pre", "code", "kbd", "samp"):
+            child_parent_tags.add("_noformat")
+        strings = [
+            self.process_element(el, parent_tags=child_parent_tags)  # type: ignore[attr-defined]
+            for el in children
+        ]
+        strings = [string for string in strings if string]
+        if node.name != "pre" and "pre" not in parent_tags:
+            # Collapse newlines at child boundaries to at most two, as markdownify does.
+            collapsed = [""]
+            for string in strings:
+                match = _EDGE_NEWLINES.match(string)
+                assert match is not None
+                leading, content, trailing = match.groups()
+                if collapsed[-1] and leading:
+                    previous = collapsed.pop()
+                    leading = "\n" * min(2, max(len(previous), len(leading)))
+                collapsed.extend([leading, content, trailing])
+            strings = collapsed
+        text = "".join(strings)
+        convert = self.get_conv_fn_cached(node.name)  # type: ignore[attr-defined]
+        if convert is not None:
+            text = convert(node, text, parent_tags=parent_tags)
+        return str(text)
+
+    def process_text(self, el: Any, parent_tags: set[str] | None = None) -> str:
+        text: str = super().process_text(el, parent_tags=parent_tags)  # type: ignore[misc]
+        # Source line breaks inside a paragraph are just whitespace; outside <pre> they only add noise.
+        if (parent_tags and "pre" in parent_tags) or not text.strip():
+            return text
+        return text.replace("\n", " ")
+
     def __init__(self, **options: Any) -> None:
         super().__init__(
             heading_style=ATX,
@@ -330,7 +443,7 @@ class _PlainText(_Markdown):
     def convert_img(self, el: Tag, text: str, parent_tags: set[str]) -> str:
         return str(el.get("alt", ""))
 
-    def convert_hN(self, n: int, el: Tag, text: str, parent_tags: set[str]) -> str:  # noqa: N802
+    def convert_hN(self, n: int, el: Tag, text: str, parent_tags: set[str]) -> str:
         return _block(self, el, text, parent_tags)
 
     def convert_pre(self, el: Tag, text: str, parent_tags: set[str]) -> str:
@@ -352,7 +465,7 @@ _KEPT_ATTRIBUTES = frozenset({"href", "src", "alt", "title", "colspan", "rowspan
 
 
 def _clean_html(root: Tag) -> str:
-    tags = [root, *root.find_all(True)]
+    tags = [root, *_tags(root)]
     # Read code languages before any wrapper's class (e.g. div.highlight-python) is stripped.
     languages = {id(tag): _code_language(tag) for tag in tags if tag.name == "pre"}
     for tag in tags:
@@ -362,15 +475,33 @@ def _clean_html(root: Tag) -> str:
     return _tidy(str(root), preserve_fences=False)
 
 
+_PERMALINK_MARKS = frozenset({"", "¶", "#", "§", "🔗", "link"})
+
+
+def _normalise_structure(root: Tag) -> None:
+    # "¶" permalinks beside headings are noise once the heading is text.
+    tags = _tags(root)
+    for link in (tag for tag in tags if tag.name == "a" and tag.has_attr("href")):
+        if _removed(link):
+            continue
+        if str(link["href"]).startswith("#") and link.get_text(strip=True) in _PERMALINK_MARKS:
+            link.decompose()
+    # A <caption> before the first row stops markdownify from seeing that row as the header row.
+    for caption in (tag for tag in tags if tag.name == "caption" and not _removed(tag)):
+        table = caption.find_parent("table")
+        caption.extract()
+        caption.name = "p"
+        if table is not None:
+            table.insert_before(caption)
+
+
 def _render(root: Tag, base_url: str, output: Output) -> str:
+    _normalise_structure(root)
     _absolutise(root, base_url)
     if output == "html":
         return _clean_html(root)
     converter = _PlainText() if output == "text" else _Markdown()
     return _tidy(converter.convert_soup(root), preserve_fences=True)
-
-
-_BLANK_RUN = re.compile(r"\n{3,}")
 
 
 def _tidy(text: str, *, preserve_fences: bool) -> str:

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 import anyio
 import httpcore
 import httpx
-
 from mcp_batteries.errors import AccessDenied, UpstreamError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -187,7 +186,7 @@ class PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
         self,
         host: str,
         port: int,
-        timeout: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.AsyncNetworkStream:
@@ -213,13 +212,16 @@ class PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
     async def connect_unix_socket(
         self,
         path: str,
-        timeout: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         raise AccessDenied("Unix sockets are never used for fetching.")
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
+
+
+_DEFAULT_LIMITS = httpx.Limits(max_connections=20, max_keepalive_connections=10)
 
 
 class PinnedTransport(httpx.AsyncHTTPTransport):
@@ -230,7 +232,7 @@ class PinnedTransport(httpx.AsyncHTTPTransport):
         policy: AddressPolicy,
         *,
         resolver: Resolver | None = None,
-        limits: httpx.Limits = httpx.Limits(max_connections=20, max_keepalive_connections=10),
+        limits: httpx.Limits = _DEFAULT_LIMITS,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         context = ssl_context or httpx.create_ssl_context()

@@ -17,9 +17,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
-from protego import Protego
-
 from mcp_batteries.errors import AccessDenied, BatteriesError
+from protego import Protego
 
 from .cache import LRUCache
 
@@ -77,7 +76,11 @@ class RobotsChecker:
         rules = self._cache.get(robots_url)
         if rules is None:
             rules = self._interpret(robots_url, await self._fetch(robots_url))
-            ttl = UNREACHABLE_TTL_SECONDS if rules.refusal and "unreachable" in rules.refusal else ROBOTS_TTL_SECONDS
+            ttl = (
+                UNREACHABLE_TTL_SECONDS
+                if rules.refusal and "unreachable" in rules.refusal
+                else ROBOTS_TTL_SECONDS
+            )
             self._cache.put(robots_url, rules, size=len(rules.text) + 256, ttl=ttl)
         if rules.refusal is not None:
             raise AccessDenied(
@@ -117,7 +120,7 @@ class RobotsChecker:
                 name = getattr(rule_set, "user_agent", None)
                 if isinstance(name, str):
                     return name if name != "*" else f"* (which includes {self._token})"
-            except Exception:  # noqa: BLE001, S110 - only decorates an error message
+            except Exception:
                 pass
         return self._token
 

@@ -17,14 +17,16 @@ state and a UTF-8 BOM are preserved.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mcp_batteries.errors import InvalidInput, LimitExceeded, NotFound
+from mcp_batteries.paths import AllowedDirectories, display_path, open_for_read
 
 BOM = "\ufeff"
 MAX_EDIT_FILE_BYTES = 10 * 1024 * 1024
@@ -274,26 +276,27 @@ def edit_file(
     write_atomic: Callable[[Path, str], None],
     display_path: str | None = None,
     max_bytes: int = MAX_EDIT_FILE_BYTES,
+    read_bytes: Callable[[Path, int], bytes] | None = None,
 ) -> EditResult:
     """Edit the (already validated) text file ``path``; with ``dryRun`` only report the diff.
 
     ``write_atomic(path, text)`` must write ``text`` as UTF-8 *without* newline translation
     (line endings are already the file's own) and replace the file atomically. It is not called
-    for a dry run or when the edits change nothing.
+    for a dry run or when the edits change nothing. ``read_bytes(path, max_bytes)`` may replace
+    the plain read (the server passes one that re-verifies the path at open time).
     """
     shown = display_path or str(path)
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise LimitExceeded(
-                f"{shown} is {size:,} bytes; edit_file handles files up to {max_bytes:,} bytes. "
-                "Use write_file to replace it entirely."
-            )
-        raw = path.read_bytes()
+        raw = (read_bytes or _read_plain)(path, max_bytes)
     except FileNotFoundError:
         raise NotFound(f"File not found: {shown}. To create a file use write_file.") from None
     except IsADirectoryError:
         raise InvalidInput(f"{shown} is a directory; edit_file edits text files.") from None
+    if len(raw) > max_bytes:
+        raise LimitExceeded(
+            f"{shown} is over {max_bytes:,} bytes, the most edit_file handles. Use write_file to "
+            "replace it entirely."
+        )
     try:
         original = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -304,14 +307,33 @@ def edit_file(
     result = apply_edits(original, edits, shown)
     if dryRun:
         note = "Dry run: the file was not changed."
-        return EditResult(
-            result.new_text,
-            result.diff,
-            result.changed,
-            result.replacements,
-            [*result.notes, note],
-            result.text.rstrip("\n") + "\n" + note + "\n" if result.changed else result.text,
-        )
+        text = result.text.rstrip("\n") + "\n" + note + "\n" if result.changed else result.text
+        return replace(result, notes=[*result.notes, note], text=text)
     if result.changed:
         write_atomic(path, result.new_text)
     return result
+
+
+def _read_plain(path: Path, max_bytes: int) -> bytes:
+    with path.open("rb") as f:
+        return f.read(max_bytes + 1)  # one byte over tells "too large" without reading it all
+
+
+def edit_file_in(
+    allowed: AllowedDirectories, real: Path, edits: Sequence[Mapping[str, Any]], dryRun: bool
+) -> str:
+    """The server's entry point: read through ``open_for_read`` (re-verified, no symlink swaps)
+    and write through ``writing.write_file`` (atomic, keeps the file's mode)."""
+    from mcp_filesystem import writing  # here, so the pure functions above import nothing heavy
+
+    def read(path: Path, max_bytes: int) -> bytes:
+        fd = open_for_read(path, allowed)
+        with os.fdopen(fd, "rb") as f:
+            return f.read(max_bytes + 1)
+
+    def write(path: Path, text: str) -> None:
+        writing.write_file(allowed, str(path), text)
+
+    return edit_file(
+        real, edits, dryRun, write_atomic=write, display_path=display_path(real), read_bytes=read
+    ).text

@@ -8,7 +8,6 @@ skipped and counted. Symlinks are never followed (files are opened with O_NOFOLL
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +15,8 @@ from pathlib import Path
 
 from mcp_batteries.errors import InvalidInput, NotFound
 
+from mcp_filesystem.fastscan import TOO_LARGE, read_capped
+from mcp_filesystem.fastscan import prefilter as make_prefilter
 from mcp_filesystem.patterns import compile_glob
 from mcp_filesystem.walker import FILE, Progress, Walker
 
@@ -23,7 +24,6 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8192
 MAX_LINE_CHARS = 300
 MAX_CONTEXT_LINES = 20
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,8 @@ def _search_text(text: str, rel: str, regex: re.Pattern[str], context: int, budg
     n = len(text)
     while pos <= n and len(found) < budget:
         m = regex.search(text, pos)
-        if m is None:
-            break
+        if m is None or (m.start() == n and n and text[-1] == "\n"):
+            break  # (an empty match after the final newline is not a line)
         line_no += text.count("\n", counted_to, m.start())
         line_start = text.rfind("\n", 0, m.start()) + 1
         line_end = text.find("\n", m.start())
@@ -106,18 +106,6 @@ def _search_text(text: str, rel: str, regex: re.Pattern[str], context: int, budg
 def _clip(line: str) -> str:
     line = line[:-1] if line.endswith("\r") else line
     return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "…"
-
-
-def _read(path: str, limit: int) -> bytes | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        try:
-            return f.read(limit + 1)
-        except OSError:
-            return None
 
 
 def _render(matches: list[GrepMatch], context: int) -> list[str]:
@@ -189,29 +177,24 @@ def grep(
             return True
         return any(g.match(name) for g in name_globs) or any(g.match(rel) for g in path_globs)
 
-    def candidates() -> Iterator[tuple[str, str, int | None]]:
-        """(absolute path, relative path, lstat size if known) of each file to search."""
+    def candidates() -> Iterator[tuple[str, str]]:
+        """(absolute path, relative path) of each file to search."""
         if walker is None:
-            yield str(path), path.name, None  # an explicitly named file is searched whatever its name
+            yield str(path), path.name  # an explicitly named file is searched whatever its name
             return
         for e in walker.walk():
             if e.kind == FILE and wanted(e.name, e.rel):
-                try:
-                    yield e.path, e.rel, e.entry.stat(follow_symlinks=False).st_size
-                except OSError:
-                    continue
+                yield e.path, e.rel
 
     matches: list[GrepMatch] = []
     scanned = binary = large = 0
     truncated = False
-    for abs_path, rel, size in candidates():
-        if size is not None and size > max_file_bytes:
-            large += 1
-            continue
-        data = _read(abs_path, max_file_bytes)
+    prefilter = make_prefilter(pattern, is_regex, case_sensitive)
+    for abs_path, rel in candidates():
+        data = read_capped(abs_path, max_file_bytes)
         if data is None:
             continue
-        if len(data) > max_file_bytes:
+        if data is TOO_LARGE:
             large += 1
             continue
         if b"\0" in data[:BINARY_SNIFF_BYTES]:
@@ -219,6 +202,8 @@ def grep(
             continue
         scanned += 1
         # Ask for one more than still fits: finding it proves the answer is incomplete.
+        if prefilter is not None and not prefilter(data):
+            continue  # cannot match: skip decoding and the regex
         budget = max_matches - len(matches)
         found = _search_text(data.decode("utf-8", "replace"), rel, regex, context_lines, budget + 1)
         if len(found) > budget:

@@ -208,13 +208,13 @@ class ExcludeMatcher:
 
 
 @dataclass(frozen=True)
-class _IgnoreLayer:
+class IgnoreLayer:
     base: str  # directory of the .gitignore, relative to the walk root ("" for the root), with "/"
     rules: tuple[tuple[re.Pattern[str], bool], ...]  # (regex, include); last match wins
     combined: re.Pattern[str] | None  # set when there are no negations: any match means ignored
 
 
-def parse_gitignore(text: str, base: str) -> _IgnoreLayer | None:
+def parse_gitignore(text: str, base: str) -> IgnoreLayer | None:
     """Compile one .gitignore's lines (git's rules, via pathspec) for the directory ``base``."""
     rules: list[tuple[re.Pattern[str], bool]] = []
     for line in text.splitlines():
@@ -232,10 +232,10 @@ def parse_gitignore(text: str, base: str) -> _IgnoreLayer | None:
     combined = None
     if all(include for _, include in rules):
         combined = re.compile("|".join(f"(?:{r.pattern})" for r, _ in rules))
-    return _IgnoreLayer(base, tuple(rules), combined)
+    return IgnoreLayer(base, tuple(rules), combined)
 
 
-def gitignored(layers: Sequence[_IgnoreLayer], rel_path: str, is_dir: bool) -> bool:
+def gitignored(layers: Sequence[IgnoreLayer], rel_path: str, is_dir: bool) -> bool:
     """Git's verdict for one entry: the deepest .gitignore with a matching rule decides."""
     for layer in reversed(layers):
         sub = rel_path[len(layer.base) + 1 :] if layer.base else rel_path

@@ -228,7 +228,7 @@ def _read_forward(fd: int, offset: int, count: int, max_bytes: int, size: int, *
     notes = []
     if truncated:
         page = count if paging else count - len(taken)  # a capped head: the rest of the head
-        why = f" (output cap of {_human(max_bytes)} reached)" if byte_capped else ""
+        why = f"; output cap of {_human(max_bytes)} reached" if byte_capped else ""
         notes.append(
             f"Showing lines {start}-{end} of a {_human(size)} file (truncated{why}); "
             f"call read_text_file with offset={next_offset}, limit={page} for more"

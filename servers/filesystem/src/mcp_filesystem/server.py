@@ -190,7 +190,11 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     ) -> str:
         """Copy a file (or, with recursive=true, a directory tree). Symbolic links are copied as
         links, never followed."""
-        return await in_thread(writing.copy_file, await scope(ctx), source, destination, overwrite, recursive)
+        copied = await in_thread(writing.copy_file, await scope(ctx), source, destination, overwrite, recursive)
+        summary = f"Copied {source} to {destination}: {copied.files} file(s), {copied.directories} directories, {copied.bytes} bytes"
+        if copied.skipped:
+            summary += "\nSkipped (symbolic links and special files are not copied): " + ", ".join(copied.skipped)
+        return summary
 
     @server.tool(title="Delete", read_only=False, destructive=True, idempotent=True, structured_output=False)
     async def delete_path(
@@ -200,7 +204,8 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     ) -> str:
         """Delete a file, a symbolic link (never its target) or an empty directory; a non-empty
         directory only with recursive=true. There is no undo."""
-        return await in_thread(writing.delete_path, await scope(ctx), path, recursive)
+        kind = await in_thread(writing.delete_path, await scope(ctx), path, recursive)
+        return f"Deleted {kind} {path}"
 
     # -- looking around ---------------------------------------------------------------------
     @server.tool(title="List directory", read_only=True, structured_output=False)

@@ -12,7 +12,7 @@ import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from mcp_filesystem.patterns import ExcludeMatcher, _IgnoreLayer, gitignored, parse_gitignore
+from mcp_filesystem.patterns import ExcludeMatcher, IgnoreLayer, gitignored, parse_gitignore
 
 Progress = Callable[[int, str], None]
 """Called with (entries visited so far, directory being read). It may raise to abort the walk."""
@@ -69,14 +69,14 @@ class Walker:
             max_visited=max_visited,
         )
 
-    def root_layers(self) -> tuple[_IgnoreLayer, ...]:
+    def root_layers(self) -> tuple[IgnoreLayer, ...]:
         """The .gitignore layer of the root itself (files above the root are never consulted)."""
         if not self.respect_gitignore:
             return ()
         layer = self._load_gitignore(os.path.join(self.root, ".gitignore"), "")
         return (layer,) if layer else ()
 
-    def scan(self, dir_path: str, rel: str, depth: int, layers: tuple[_IgnoreLayer, ...]) -> list[WalkEntry]:
+    def scan(self, dir_path: str, rel: str, depth: int, layers: tuple[IgnoreLayer, ...]) -> list[WalkEntry]:
         """List one directory: excluded and git-ignored entries dropped, sorted by name.
 
         ``layers`` must already include ``dir_path``'s own .gitignore (see ``child_layers``).
@@ -114,14 +114,14 @@ class Walker:
             entries.append(WalkEntry(de.path, entry_rel, de.name, kind, depth, de))
         return entries
 
-    def child_layers(self, entry: WalkEntry, layers: tuple[_IgnoreLayer, ...]) -> tuple[_IgnoreLayer, ...]:
+    def child_layers(self, entry: WalkEntry, layers: tuple[IgnoreLayer, ...]) -> tuple[IgnoreLayer, ...]:
         """Layers in force inside directory ``entry``: the parent's plus its own .gitignore."""
         if not self.respect_gitignore:
             return layers
         layer = self._load_gitignore(os.path.join(entry.path, ".gitignore"), entry.rel)
         return (*layers, layer) if layer else layers
 
-    def _load_gitignore(self, path: str, base: str) -> _IgnoreLayer | None:
+    def _load_gitignore(self, path: str, base: str) -> IgnoreLayer | None:
         try:
             st = os.lstat(path)
         except OSError:
@@ -142,7 +142,7 @@ class Walker:
         contents. Never enters symlinks. The consumer may stop iterating at any time."""
         top_layers = self.root_layers()
         top = self.scan(self.root, "", 1, top_layers)
-        stack: list[tuple[Iterator[WalkEntry], tuple[_IgnoreLayer, ...]]] = [(iter(top), top_layers)]
+        stack: list[tuple[Iterator[WalkEntry], tuple[IgnoreLayer, ...]]] = [(iter(top), top_layers)]
         while stack:
             it, layers = stack[-1]
             entry = next(it, None)

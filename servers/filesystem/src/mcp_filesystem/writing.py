@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 import secrets
 import shutil
@@ -152,12 +153,19 @@ def create_directory(allowed: AllowedDirectories, path: str) -> Path:
 # --- move --------------------------------------------------------------------------------------
 
 _RENAME_NOREPLACE = 1
-try:
-    _renameat2: Callable[..., int] | None = ctypes.CDLL(None, use_errno=True).renameat2
-    _renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]  # type: ignore[attr-defined]
-    _renameat2.restype = ctypes.c_int  # type: ignore[attr-defined]
-except (AttributeError, OSError):  # not glibc/musl with renameat2 (e.g. macOS)
-    _renameat2 = None
+
+
+def _load_renameat2() -> Callable[..., int] | None:
+    try:
+        func = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):  # not glibc/musl with renameat2 (e.g. macOS)
+        return None
+    func.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    func.restype = ctypes.c_int
+    return func
+
+
+_renameat2 = _load_renameat2()
 
 
 def _rename_noreplace(src_fd: int, src: str, dst_fd: int, dst: str) -> None:
@@ -233,7 +241,7 @@ def _move_across_devices(
     fd = _open_source_file(src_fd, src_name, shown)
     try:
         _replace_atomically(
-            dst_fd, dst_name, shown_dst, lambda out: _copy_fd(fd, out), None, stat.S_IMODE(st.st_mode)
+            dst_fd, dst_name, shown_dst, functools.partial(_copy_fd, fd), None, stat.S_IMODE(st.st_mode)
         )
     finally:
         os.close(fd)
@@ -336,7 +344,7 @@ def copy_file(
                 raise InvalidInput(
                     f"destination {shown_dst} already exists; pass overwrite=True to replace it"
                 )
-            fill: Callable[[int], int] = lambda out: _copy_fd(fd, out)  # noqa: E731
+            fill = functools.partial(_copy_fd, fd)
             result.bytes = _replace_atomically(
                 parent_fd, name, shown_dst, fill, like, stat.S_IMODE(src_st.st_mode)
             )
@@ -386,7 +394,7 @@ def _copy_tree(
                         dst_fd,
                         name,
                         shown,
-                        lambda out, fd=fd: _copy_fd(fd, out),
+                        functools.partial(_copy_fd, fd),
                         like,
                         stat.S_IMODE(st.st_mode),
                     )

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from mcp_batteries.errors import InvalidInput
+
 from mcp_sql.models import ExecuteResult, QueryResult, SchemaInfo, TableDescription, TableInfo
 from mcp_sql.urls import default_database_path, ensure_sqlite_file, parse_url, redact_url
 
@@ -24,13 +25,24 @@ Params = list[Any] | dict[str, Any] | None
 
 @runtime_checkable
 class Database(Protocol):
-    name: str
-    dialect: Literal["sqlite", "postgresql"]
-    url_redacted: str
-    allow_write: bool
-    sqlite_path: Path | None
-    safety_notes: list[str]
-    """Which read-only walls are active, for the server's start-up log."""
+    # Read-only properties so that engines may narrow them (dialect: Literal["sqlite"]).
+    @property
+    def name(self) -> str: ...
+    @property
+    def dialect(self) -> Literal["sqlite", "postgresql"]: ...
+    @property
+    def url_redacted(self) -> str:
+        """The URL without its password."""
+
+    @property
+    def allow_write(self) -> bool: ...
+    @property
+    def sqlite_path(self) -> Path | None:
+        """The SQLite file to watch (also watch its -wal); None for PostgreSQL."""
+
+    @property
+    def safety_notes(self) -> list[str]:
+        """Which read-only walls are active, for the server's start-up log."""
 
     async def close(self) -> None: ...
 

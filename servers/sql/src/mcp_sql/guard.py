@@ -15,17 +15,16 @@ tree (all Func nodes, including anonymous ones) and in the raw token stream (nam
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from dataclasses import dataclass
 from typing import Literal
 
 import sqlglot
-from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
-from sqlglot.tokens import Token, TokenType
-
 from mcp_batteries.errors import AccessDenied, InvalidInput
+from sqlglot import Token, TokenType, exp
+from sqlglot.errors import ParseError, TokenError
 
 # sqlglot logs a warning each time it falls back to an opaque Command; those statements are
 # refused (or handled) here, so the warning is noise on the server's stderr.
@@ -123,7 +122,7 @@ def _parse(sql: str, dialect: str) -> list[exp.Expression]:
             f"the read-only guard could not parse this statement ({first}); only statements it fully "
             "understands are run in read-only mode — simplify the syntax or split the query"
         ) from exc
-    return [p for p in parsed if p is not None]
+    return [p for p in parsed if isinstance(p, exp.Expression)]
 
 
 def _func_names(node: exp.Func) -> list[str]:
@@ -140,7 +139,7 @@ def _check_functions(tree: exp.Expression, tokens: list[Token], *, write_mode: b
             if function_denied(name, write_mode=write_mode):
                 raise _denied_function(name)
     # The token scan does not depend on how sqlglot models a call: any word followed by "(".
-    for prev, tok in zip(tokens, tokens[1:], strict=False):
+    for prev, tok in itertools.pairwise(tokens):
         if tok.token_type == TokenType.L_PAREN and function_denied(prev.text, write_mode=write_mode):
             raise _denied_function(prev.text)
 
@@ -233,7 +232,7 @@ def check_postgres_write(sql: str) -> None:
     if not text:
         raise InvalidInput("the SQL statement is empty")
     tokens = _tokens(text, "postgres")
-    for prev, tok in zip(tokens, tokens[1:], strict=False):
+    for prev, tok in itertools.pairwise(tokens):
         if tok.token_type == TokenType.L_PAREN and function_denied(prev.text, write_mode=True):
             raise AccessDenied(
                 f"function {prev.text.lower()}() is not allowed even with --allow-write: it reads or "
@@ -255,7 +254,7 @@ def sqlite_precheck(sql: str, *, read_only: bool) -> None:
     if not text:
         raise InvalidInput("the SQL is empty; give one statement")
     try:
-        statements = [s for s in sqlglot.parse(text, read="sqlite") if s is not None]
+        statements = [s for s in sqlglot.parse(text, read="sqlite") if isinstance(s, exp.Expression)]
     except (ParseError, TokenError):
         return  # sqlglot does not know every SQLite extension; SQLite itself will judge it
     if len(statements) > 1:

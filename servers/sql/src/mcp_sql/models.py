@@ -10,7 +10,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-TableKind = Literal["table", "partitioned table", "view", "materialized view", "foreign table", "virtual table"]
+TableKind = Literal[
+    "table", "partitioned table", "view", "materialized view", "foreign table", "virtual table"
+]
 
 
 class _Frozen(BaseModel):

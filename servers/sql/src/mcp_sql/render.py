@@ -48,7 +48,9 @@ def text_table(result: QueryResult, *, max_width: int = 60) -> str:
 def _footer(result: QueryResult) -> str:
     noun = "row" if result.row_count == 1 else "rows"
     if result.truncated and result.next_offset is not None:
-        return f"({result.row_count} {noun} shown; more rows exist: call again with offset={result.next_offset})"
+        return (
+            f"({result.row_count} {noun} shown; more rows exist: call again with offset={result.next_offset})"
+        )
     return f"({result.row_count} {noun})"
 
 
@@ -88,7 +90,8 @@ def table_ddl(desc: TableDescription, *, dialect: str) -> str:
         if col.generated:
             parts.append(f"GENERATED ALWAYS AS ({col.generated}) STORED")
         elif col.default is not None:
-            parts.append(f"DEFAULT {col.default}")
+            identity = col.default.upper().startswith("GENERATED")
+            parts.append(col.default if identity else f"DEFAULT {col.default}")
         items.append((" ".join(p for p in parts if p), col.comment))
     if len(desc.primary_key) > 1:
         items.append((f"PRIMARY KEY ({', '.join(_ident(c) for c in desc.primary_key)})", None))
@@ -102,10 +105,15 @@ def table_ddl(desc: TableDescription, *, dialect: str) -> str:
             text += f" ON DELETE {fk.on_delete}"
         if fk.on_update and fk.on_update.upper() not in {"NO ACTION", ""}:
             text += f" ON UPDATE {fk.on_update}"
-        items.append((("CONSTRAINT " + _ident(fk.name) + " ") if fk.name else "") + text, None)
+        prefix = f"CONSTRAINT {_ident(fk.name)} " if fk.name else ""
+        items.append((prefix + text, None))
     for check in desc.checks:
         prefix = f"CONSTRAINT {_ident(check.name)} " if check.name else ""
-        expr = check.expression if check.expression.upper().startswith("CHECK") else f"CHECK ({check.expression})"
+        expr = (
+            check.expression
+            if check.expression.upper().startswith("CHECK")
+            else f"CHECK ({check.expression})"
+        )
         items.append((prefix + expr, None))
     for i, (text, comment) in enumerate(items):
         comma = "," if i < len(items) - 1 else ""
@@ -120,7 +128,9 @@ def table_ddl(desc: TableDescription, *, dialect: str) -> str:
             lines.append(idx.definition.rstrip(";") + ";")
         else:
             unique = "UNIQUE " if idx.unique else ""
-            lines.append(f"CREATE {unique}INDEX {_ident(idx.name)} ON {qualified} ({', '.join(idx.columns)});")
+            lines.append(
+                f"CREATE {unique}INDEX {_ident(idx.name)} ON {qualified} ({', '.join(idx.columns)});"
+            )
     if desc.row_estimate is not None:
         lines.append(f"-- about {desc.row_estimate} rows")
     return "\n".join(lines)

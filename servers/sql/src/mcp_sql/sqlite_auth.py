@@ -30,24 +30,48 @@ READ_PRAGMAS_WITH_ARGUMENT: frozenset[str] = frozenset(
         "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
     }
 )  # fmt: skip
-DENIED_FUNCTIONS: frozenset[str] = frozenset({"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit"})
-WRITE_MODE_DENIED_PRAGMAS: frozenset[str] = frozenset({"writable_schema", "temp_store_directory", "data_store_directory"})
+DENIED_FUNCTIONS: frozenset[str] = frozenset(
+    {"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit"}
+)
+WRITE_MODE_DENIED_PRAGMAS: frozenset[str] = frozenset(
+    {"writable_schema", "temp_store_directory", "data_store_directory"}
+)
+_READ_ACTIONS = (
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    sqlite3.SQLITE_RECURSIVE,
+)
 _SCHEMA_TABLES = {"sqlite_master", "sqlite_temp_master", "sqlite_schema", "sqlite_temp_schema"}
 
-_ACTION_NAMES = {
-    sqlite3.SQLITE_CREATE_INDEX: "CREATE INDEX", sqlite3.SQLITE_CREATE_TABLE: "CREATE TABLE",
-    sqlite3.SQLITE_CREATE_TEMP_INDEX: "CREATE TEMP INDEX", sqlite3.SQLITE_CREATE_TEMP_TABLE: "CREATE TEMP TABLE",
-    sqlite3.SQLITE_CREATE_TEMP_TRIGGER: "CREATE TEMP TRIGGER", sqlite3.SQLITE_CREATE_TEMP_VIEW: "CREATE TEMP VIEW",
-    sqlite3.SQLITE_CREATE_TRIGGER: "CREATE TRIGGER", sqlite3.SQLITE_CREATE_VIEW: "CREATE VIEW",
-    sqlite3.SQLITE_DELETE: "DELETE", sqlite3.SQLITE_DROP_INDEX: "DROP INDEX", sqlite3.SQLITE_DROP_TABLE: "DROP TABLE",
-    sqlite3.SQLITE_DROP_TEMP_INDEX: "DROP INDEX", sqlite3.SQLITE_DROP_TEMP_TABLE: "DROP TABLE",
-    sqlite3.SQLITE_DROP_TEMP_TRIGGER: "DROP TRIGGER", sqlite3.SQLITE_DROP_TEMP_VIEW: "DROP VIEW",
-    sqlite3.SQLITE_DROP_TRIGGER: "DROP TRIGGER", sqlite3.SQLITE_DROP_VIEW: "DROP VIEW",
-    sqlite3.SQLITE_INSERT: "INSERT", sqlite3.SQLITE_UPDATE: "UPDATE", sqlite3.SQLITE_TRANSACTION: "transaction control",
-    sqlite3.SQLITE_ALTER_TABLE: "ALTER TABLE", sqlite3.SQLITE_REINDEX: "REINDEX", sqlite3.SQLITE_ANALYZE: "ANALYZE",
-    sqlite3.SQLITE_CREATE_VTABLE: "CREATE VIRTUAL TABLE", sqlite3.SQLITE_DROP_VTABLE: "DROP VIRTUAL TABLE",
+_ACTION_NAMES: dict[int, str] = {
+    sqlite3.SQLITE_CREATE_INDEX: "CREATE INDEX",
+    sqlite3.SQLITE_CREATE_TABLE: "CREATE TABLE",
+    sqlite3.SQLITE_CREATE_TEMP_INDEX: "CREATE TEMP INDEX",
+    sqlite3.SQLITE_CREATE_TEMP_TABLE: "CREATE TEMP TABLE",
+    sqlite3.SQLITE_CREATE_TEMP_TRIGGER: "CREATE TEMP TRIGGER",
+    sqlite3.SQLITE_CREATE_TEMP_VIEW: "CREATE TEMP VIEW",
+    sqlite3.SQLITE_CREATE_TRIGGER: "CREATE TRIGGER",
+    sqlite3.SQLITE_CREATE_VIEW: "CREATE VIEW",
+    sqlite3.SQLITE_DELETE: "DELETE",
+    sqlite3.SQLITE_DROP_INDEX: "DROP INDEX",
+    sqlite3.SQLITE_DROP_TABLE: "DROP TABLE",
+    sqlite3.SQLITE_DROP_TEMP_INDEX: "DROP INDEX",
+    sqlite3.SQLITE_DROP_TEMP_TABLE: "DROP TABLE",
+    sqlite3.SQLITE_DROP_TEMP_TRIGGER: "DROP TRIGGER",
+    sqlite3.SQLITE_DROP_TEMP_VIEW: "DROP VIEW",
+    sqlite3.SQLITE_DROP_TRIGGER: "DROP TRIGGER",
+    sqlite3.SQLITE_DROP_VIEW: "DROP VIEW",
+    sqlite3.SQLITE_INSERT: "INSERT",
+    sqlite3.SQLITE_UPDATE: "UPDATE",
+    sqlite3.SQLITE_TRANSACTION: "transaction control",
+    sqlite3.SQLITE_ALTER_TABLE: "ALTER TABLE",
+    sqlite3.SQLITE_REINDEX: "REINDEX",
+    sqlite3.SQLITE_ANALYZE: "ANALYZE",
+    sqlite3.SQLITE_CREATE_VTABLE: "CREATE VIRTUAL TABLE",
+    sqlite3.SQLITE_DROP_VTABLE: "DROP VIRTUAL TABLE",
     sqlite3.SQLITE_SAVEPOINT: "SAVEPOINT",
-}  # fmt: skip
+}
 
 _WRITE_HINT = "the query tool is read-only; writes need execute on a server started with --allow-write"
 
@@ -59,7 +83,9 @@ class Authorizer:
     mode: Literal["read", "write", "internal"]
     last_denial: str | None = field(default=None)
 
-    def __call__(self, action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
+    def __call__(
+        self, action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None
+    ) -> int:
         if self.mode == "internal":
             return sqlite3.SQLITE_OK
         reason = self._check(action, arg1, arg2)
@@ -83,7 +109,12 @@ class Authorizer:
             return self._check_pragma((arg1 or "").lower(), arg2)
         if self.mode == "write":
             return None
-        if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE):
+        if action in (
+            sqlite3.SQLITE_SELECT,
+            sqlite3.SQLITE_READ,
+            sqlite3.SQLITE_FUNCTION,
+            sqlite3.SQLITE_RECURSIVE,
+        ):
             return None
         if action == sqlite3.SQLITE_UPDATE and (arg1 or "").lower() in _SCHEMA_TABLES:
             # SQLite itself reports these while loading the schema for table-valued pragmas;

