@@ -633,6 +633,7 @@ async def _run_workload(
     result.samples[wl.name] = samples
     # Skip servers that lack the tool (e.g. grep exists only in ours).
     for n in names:
+        await sessions[n].get()  # also learns its tool list
         tool_name = wl.tool_for(n)
         if tool_name and tool_name not in sessions[n].tools:
             samples[n].skipped = f"no tool {tool_name!r}"

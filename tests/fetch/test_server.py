@@ -207,7 +207,7 @@ async def test_stdio_subprocess(site: Site, era: Era) -> None:
         assert found
         second = await client.call_tool("fetch", {"url": url, "start_index": int(found.group(1))})
         assert not second.is_error
-        await client.send_ping()
+        assert [t.name for t in (await client.list_tools()).tools] == ["fetch"]
     assert site.hits("/article") == 1
 
 

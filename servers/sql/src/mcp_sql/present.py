@@ -11,9 +11,14 @@ def schemas_text(database: str, schemas: list[SchemaInfo]) -> str:
         return f"Database {database!r} has no user schemas."
     lines = [f"Schemas in {database!r}:"]
     for s in schemas:
-        extra = [f"{s.table_count} tables" if s.table_count is not None else "", f"owner {s.owner}" if s.owner else ""]
+        extra = [
+            f"{s.table_count} tables" if s.table_count is not None else "",
+            f"owner {s.owner}" if s.owner else "",
+        ]
         detail = ", ".join(e for e in extra if e)
-        lines.append(f"- {s.name}" + (f" ({detail})" if detail else "") + (f" -- {s.comment}" if s.comment else ""))
+        lines.append(
+            f"- {s.name}" + (f" ({detail})" if detail else "") + (f" -- {s.comment}" if s.comment else "")
+        )
     return "\n".join(lines)
 
 
@@ -26,7 +31,9 @@ def tables_text(database: str, tables: list[TableInfo]) -> str:
         if t.row_estimate is not None:
             prefix = {"statistics": "~", "at_least": ">="}.get(t.row_estimate_kind or "", "")
             rows = f", {prefix}{t.row_estimate} rows"
-        lines.append(f"- {t.schema_name}.{t.name} ({t.kind}{rows})" + (f" -- {t.comment}" if t.comment else ""))
+        lines.append(
+            f"- {t.schema_name}.{t.name} ({t.kind}{rows})" + (f" -- {t.comment}" if t.comment else "")
+        )
     return "\n".join(lines)
 
 
