@@ -151,6 +151,8 @@ def workloads(p: dict[str, str], grep_args: dict[str, object]) -> list[Workload]
     small_paths = sorted(str(x) for x in Path(p["small"]).iterdir())
     return [
         Workload("tools/list", "tools/list", {}, repeat=20, quick_repeat=5),
+        # The SDK's own per-call cost, to tell ours' overhead on cheap calls from the SDK's.
+        tool("trivial tool (SDK floor)", "hello", {}, repeat=200, quick_repeat=20, only={"floor"}),
         tool("list_allowed_directories", "list_allowed_directories", {}, repeat=200, quick_repeat=20),
         tool("get_file_info", "get_file_info", {"path": p["info"]}, repeat=200, quick_repeat=20),
         tool("directory_tree", "directory_tree", {"path": p["tree"]}, repeat=5, probe_pings=True),
@@ -219,7 +221,7 @@ def build(args: argparse.Namespace) -> Suite:
             "floor",
             [sys.executable, str(BENCH_DIR / "floor_server.py")],
             label="bare MCPServer hello server (cold-start floor of the Python SDK)",
-            cold_start_only=True,
+            baseline=True,
         ),
     ]
     if args.no_floor:

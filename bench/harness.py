@@ -61,8 +61,9 @@ class ServerSpec:
     """How to start one server.
 
     `name` is its column in the table ("ours", "anchor", "floor"...). The first spec in a suite is the
-    subject; the ratio column is servers[0] / servers[1]. `cold_start_only` servers (e.g. a bare
-    MCPServer "hello" server, the SDK's floor) take part in cold start only.
+    subject; the ratio column is servers[0] / servers[1]. A `baseline` server (e.g. a bare
+    MCPServer "hello" server: the SDK's floor) takes part in cold start, runs only the workloads that
+    name it in `Workload.only`, and is reported below the table, not as a column.
     """
 
     name: str
@@ -70,7 +71,7 @@ class ServerSpec:
     env: dict[str, str] | None = None  # full environment; None = inherit
     cwd: str | None = None
     label: str = ""  # free text for the report, e.g. "reference filesystem 2026.8.31 (Node 20)"
-    cold_start_only: bool = False
+    baseline: bool = False
 
     def missing(self) -> str | None:
         """Why this server cannot start, or None. Checked up front so a missing server is a skip."""
@@ -628,7 +629,7 @@ async def _run_once(client: McpClient, wl: Workload, server: str, sample: Sample
 async def _run_workload(
     wl: Workload, sessions: dict[str, _Session], opts: Options, result: SuiteResult
 ) -> None:
-    names = [n for n in sessions if wl.only is None or n in wl.only]
+    names = [n for n, sess in sessions.items() if (n in wl.only if wl.only else not sess.spec.baseline)]
     samples = {n: Sample() for n in names}
     result.samples[wl.name] = samples
     # Skip servers that lack the tool (e.g. grep exists only in ours).
@@ -724,7 +725,7 @@ async def run_suite(suite: Suite, opts: Options) -> SuiteResult:
     for s in specs:
         _log(opts, f"  cold start {s.name:<8} median {fmt_time(result.cold_start[s.name].median)}")
 
-    sessions = {s.name: _Session(s, opts, result) for s in specs if not s.cold_start_only}
+    sessions = {s.name: _Session(s, opts, result) for s in specs}
     workloads = [
         w
         for w in suite.workloads
@@ -735,7 +736,7 @@ async def run_suite(suite: Suite, opts: Options) -> SuiteResult:
         for wl in workloads:
             await _run_workload(wl, sessions, opts, result)
         for n, sess in sessions.items():
-            if sess.client is None:
+            if sess.client is None and not sess.spec.baseline:
                 await sess.get()  # so the session peak exists even when every workload was fresh
             await sess.discard()
             result.peak_rss_kib[n] = sess.peak_kib or None
@@ -817,8 +818,8 @@ def _ping_verdict(p: PingProbe) -> str:
 def format_report(res: SuiteResult) -> str:
     """The side-by-side table. Columns per server; the ratio is servers[0] / servers[1]."""
     names = [s.name for s in res.servers if s.name not in res.unavailable]
-    main = [s.name for s in res.servers if s.name not in res.unavailable and not s.cold_start_only]
-    pair = [s.name for s in res.servers if not s.cold_start_only][:2]
+    main = [s.name for s in res.servers if s.name not in res.unavailable and not s.baseline]
+    pair = [s.name for s in res.servers if not s.baseline][:2]
     out = [f"## {res.title}", ""]
     for s in res.servers:
         info = res.server_info.get(s.name, {})
@@ -846,6 +847,8 @@ def format_report(res: SuiteResult) -> str:
     rows.append(row + ["" for _ in main])
     for wl in res.workloads:
         samples = res.samples.get(wl.name, {})
+        if not any(n in samples for n in main):
+            continue  # a baseline-only workload: listed below the table
         n_runs = max((len(s.seconds) for s in samples.values()), default=0)
         row = [f"{wl.name} (x{n_runs})"]
         for n in main:
@@ -861,6 +864,13 @@ def format_report(res: SuiteResult) -> str:
             f"cold start {n}: median {fmt_time(cs[n].median)}, p95 {fmt_time(cs[n].p95)}"
             f" (x{len(cs[n].seconds)}; the floor any server on this stack pays)"
         )
+        for wl in res.workloads:
+            smp = res.samples.get(wl.name, {}).get(n)
+            if smp and smp.seconds:
+                out.append(
+                    f"{n} '{wl.name}' (x{len(smp.seconds)}): median {fmt_time(smp.median)},"
+                    f" p95 {fmt_time(smp.p95)}, {fmt_bytes(smp.size)}"
+                )
     out.append(
         "peak RSS (VmHWM) of the long-lived process: "
         + ", ".join(f"{n} {fmt_kib(res.peak_rss_kib.get(n))}" for n in main)

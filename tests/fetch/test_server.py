@@ -87,7 +87,9 @@ async def test_pages_with_start_index_without_refetching(site: Site, era: Era) -
             "to get more content.</error>"
         )
         second = texts(
-            await client.call_tool("fetch", {"url": url, "max_length": 100_000, "start_index": int(found.group(1))})
+            await client.call_tool(
+                "fetch", {"url": url, "max_length": 100_000, "start_index": int(found.group(1))}
+            )
         )
     assert site.hits("/article") == 1
     assert second.startswith(f"Contents of {url}:")
@@ -161,7 +163,9 @@ async def test_prompt_reports_failure_as_message(site: Site, era: Era) -> None:
 async def test_other_requests_are_answered_while_a_page_converts(
     site: Site, era: Era, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    paragraphs = "".join(f"<p>Paragraph {i} of a long generated page with some words.</p>" for i in range(20_000))
+    paragraphs = "".join(
+        f"<p>Paragraph {i} of a long generated page with some words.</p>" for i in range(20_000)
+    )
     site.serve("/robots.txt", "", content_type="text/plain")
     site.serve("/big", f"<html><head><title>Big</title></head><body><main>{paragraphs}</main></body></html>")
     converting = threading.Event()
@@ -244,3 +248,45 @@ async def test_bad_arguments_are_refused(site: Site) -> None:
         ):
             result = await client.call_tool("fetch", arguments)
             assert result.is_error, arguments
+
+
+async def test_overlapping_clients_share_one_fetcher(site: Site) -> None:
+    """The lifespan runs once per in-process client; closing one must not close the other's Fetcher."""
+    url = serve_article(site)
+    server = build_server(settings())
+    async with connect(server.mcp, "modern") as first:
+        async with connect(server.mcp, "legacy") as second:
+            assert not (await second.call_tool("fetch", {"url": url})).is_error
+        result = await first.call_tool("fetch", {"url": url, "start_index": 10})
+        assert not result.is_error, texts(result)
+    async with connect(server.mcp, "modern") as again:  # reopened after the last client left
+        assert not (await again.call_tool("fetch", {"url": url})).is_error
+
+
+def test_flags_become_fetch_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_batteries.cli import parse_settings
+    from mcp_fetch.config import fetch_settings
+
+    parsed = parse_settings(
+        FetchServerSettings,
+        [
+            "--allow-host",
+            "intranet.example.com",
+            "--allow-host",
+            "10.0.0.0/8,192.168.1.5",
+            "--max-redirects",
+            "3",
+        ],
+        prog="mcp-fetch",
+        description="",
+    )
+    converted = fetch_settings(parsed)
+    assert converted.allow_hosts == ("intranet.example.com", "10.0.0.0/8", "192.168.1.5")
+    assert converted.max_redirects == 3
+    assert converted.allow_private is False and converted.ignore_robots_txt is False
+
+    monkeypatch.setenv("MCP_FETCH_ALLOW_HOST", "a.example,b.example")
+    monkeypatch.setenv("MCP_FETCH_IGNORE_ROBOTS_TXT", "true")
+    from_env = fetch_settings(FetchServerSettings())
+    assert from_env.allow_hosts == ("a.example", "b.example")
+    assert from_env.ignore_robots_txt is True

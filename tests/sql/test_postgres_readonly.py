@@ -103,8 +103,12 @@ BYPASSES: list[tuple[str, type[BatteriesError]]] = [
 
 
 async def _connections(admin: Any) -> int:
+    # Only sessions a bypass could open (dblink targets the postgres database): counting every
+    # backend on the cluster would fail whenever anything else uses the same server.
     return int(
-        await admin.value("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")
+        await admin.value(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND datname = 'postgres'"
+        )
     )
 
 

@@ -11,7 +11,6 @@ import asyncpg
 import pytest
 from mcp import Client
 from mcp.types import ResourceTemplateReference
-
 from mcp_batteries.testing import (
     ERAS,
     Era,
@@ -62,9 +61,15 @@ async def test_sqlite_every_tool(sqlite_file: Path, era: Era) -> None:
         assert not page.is_error
         assert page.structured_content["rows"] == [[1, "alice"], [2, "bob"]]
         assert page.structured_content["truncated"] is True and page.structured_content["next_offset"] == 2
-        assert "alice" in text(page) and "offset=2" in text(page) and "{" not in text(page)  # a table, not JSON
-        rest = await c.call_tool("query", {"sql": "SELECT name FROM t WHERE id > ?", "params": [0], "offset": 2})
-        assert rest.structured_content["rows"] == [["carol"]] and rest.structured_content["next_offset"] is None
+        assert (
+            "alice" in text(page) and "offset=2" in text(page) and "{" not in text(page)
+        )  # a table, not JSON
+        rest = await c.call_tool(
+            "query", {"sql": "SELECT name FROM t WHERE id > ?", "params": [0], "offset": 2}
+        )
+        assert (
+            rest.structured_content["rows"] == [["carol"]] and rest.structured_content["next_offset"] is None
+        )
 
         done = await c.call_tool(
             "execute",
@@ -113,7 +118,11 @@ async def test_read_only_has_no_execute_and_refuses_writes(
     async with connect(server.mcp, era) as c:
         names = {t.name for t in (await c.list_tools()).tools}
         assert names == ALL_TOOLS - {"execute"}
-        for sql in ("DROP TABLE t", "SELECT 1; DELETE FROM t", "WITH x AS (DELETE FROM t RETURNING *) SELECT * FROM x"):
+        for sql in (
+            "DROP TABLE t",
+            "SELECT 1; DELETE FROM t",
+            "WITH x AS (DELETE FROM t RETURNING *) SELECT * FROM x",
+        ):
             refused = await c.call_tool("query", {"sql": sql})
             assert refused.is_error, sql
         analyze = await c.call_tool("explain", {"sql": "SELECT * FROM t", "analyze": True})
@@ -126,7 +135,9 @@ async def test_read_only_has_no_execute_and_refuses_writes(
 async def test_postgres_query_and_describe(pg_seeded: Any, era: Era) -> None:
     server = build_server(SqlSettings(databases=[pg_seeded.dsn]))
     async with connect(server.mcp, era) as c:
-        page = await c.call_tool("query", {"sql": "SELECT id, name FROM t WHERE id >= $1 ORDER BY id", "params": [2]})
+        page = await c.call_tool(
+            "query", {"sql": "SELECT id, name FROM t WHERE id >= $1 ORDER BY id", "params": [2]}
+        )
         assert not page.is_error, text(page)
         assert page.structured_content["rows"] == [[2, "bob"], [3, "carol"]]
         ddl = text(await c.call_tool("describe_table", {"table": "t", "schema": "public"}))

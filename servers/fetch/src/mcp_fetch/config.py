@@ -29,7 +29,8 @@ class FetchServerSettings(ServerSettings):
     read_timeout: float = Field(
         _DEFAULTS.read_timeout,
         gt=0,
-        description="Seconds of silence allowed between reads; with connect-timeout, also each request's deadline.",
+        description="Seconds of silence allowed between reads; with --connect-timeout, also the "
+        "deadline of each request as a whole.",
     )
     max_download_bytes: int = Field(
         _DEFAULTS.max_download_bytes,

@@ -82,6 +82,26 @@ def render(result: FetchResult) -> str:
     return text
 
 
+def tool_description(settings: FetchServerSettings) -> str:
+    """The fetch tool's description, for the model, with the operator's actual limits."""
+    mib = settings.max_download_bytes / (1024 * 1024)
+    return (
+        "Fetch a URL from the internet and return its content: HTML pages are reduced to their main "
+        "content and converted to Markdown (or plain text / cleaned HTML with `format`); text, JSON and "
+        "XML come back as they are; PNG, JPEG, GIF and WebP images come back as images.\n\n"
+        "Long content is returned in chunks of at most max_length characters (default 5000). When a "
+        'reply ends with "<error>Content truncated...", call fetch again with the same url and the '
+        "start_index it names to read on (the page is normally not downloaded again).\n\n"
+        f"Limits: downloads are capped at {mib:g} MiB and "
+        f"{settings.connect_timeout + settings.read_timeout:g} s, with at most "
+        f"{settings.max_redirects} redirects. JavaScript is NOT run, so pages that build their content "
+        "in the browser may come back nearly empty. Only http:// and https:// URLs; private and "
+        "internal network addresses are refused unless the operator allowed them"
+        + ("" if settings.ignore_robots_txt else ", and sites' robots.txt rules are respected")
+        + "."
+    )
+
+
 def build_server(settings: FetchServerSettings) -> BatteriesServer:
     server = BatteriesServer(
         "mcp-fetch",
@@ -93,7 +113,6 @@ def build_server(settings: FetchServerSettings) -> BatteriesServer:
     shared = _SharedFetcher(fetch_settings(settings))
     server.service(shared.running)
 
-    @server.tool(title="Fetch a web page", read_only=True, open_world=True, idempotent=True, structured_output=False)
     async def fetch(
         url: Annotated[str, Field(description="The http:// or https:// URL to fetch.")],
         max_length: Annotated[
@@ -115,21 +134,13 @@ def build_server(settings: FetchServerSettings) -> BatteriesServer:
             Field(description="markdown (default), plain text, or cleaned-up HTML of the main content."),
         ] = "markdown",
     ) -> list[TextContent | ImageContent]:
-        """Fetch a URL from the internet and return its content: HTML pages are reduced to their main
-        content and converted to Markdown (or plain text / cleaned HTML with `format`); text, JSON and
-        XML come back as they are; PNG, JPEG, GIF and WebP images come back as images.
-
-        Long content is returned in chunks of at most max_length characters (default 5000). When a
-        reply ends with "<error>Content truncated...", call fetch again with the same url and the
-        start_index it names to read on; the page is not downloaded again. Pages are limited in size
-        and time, JavaScript is NOT run (pages that build their content in the browser may come back
-        nearly empty), private/internal network addresses are refused unless the operator allowed
-        them, and sites' robots.txt rules are respected."""
         result = await shared.fetcher.fetch(
             url, format=format, raw=raw, start_index=start_index, max_length=max_length
         )
         if result.image is not None:
-            caption = f"Contents of {result.final_url}: an image ({result.image_mime}, {len(result.image)} bytes)."
+            caption = (
+                f"Contents of {result.final_url}: an image ({result.image_mime}, {len(result.image)} bytes)."
+            )
             if result.notice:
                 caption = f"{result.notice}\n{caption}"
             return [
@@ -142,7 +153,14 @@ def build_server(settings: FetchServerSettings) -> BatteriesServer:
             ]
         return [TextContent(type="text", text=render(result))]
 
-    @server.prompt(name="fetch", description="Fetch a URL and extract its contents as markdown")
+    # BatteriesServer.tool takes no description and the SDK sends a docstring as written
+    # (indentation included); the description also names this operator's limits.
+    fetch.__doc__ = tool_description(settings)
+    server.tool(
+        title="Fetch a web page", read_only=True, open_world=True, idempotent=True, structured_output=False
+    )(fetch)
+
+    @server.mcp.prompt(name="fetch", description="Fetch a URL and extract its contents as markdown")
     async def fetch_prompt(url: Annotated[str, Field(description="URL to fetch")]) -> str:
         # A user picked this prompt and URL themselves, so robots.txt (rules for automated
         # agents) is not consulted, as in the reference server.
@@ -151,7 +169,10 @@ def build_server(settings: FetchServerSettings) -> BatteriesServer:
         except BatteriesError as exc:
             return f"Failed to fetch {url}: {exc}"
         if result.image is not None:
-            return f"Contents of {result.final_url}: an image ({result.image_mime}); use the fetch tool to see it."
+            return (
+                f"Contents of {result.final_url}: an image ({result.image_mime}); "
+                "use the fetch tool to see it."
+            )
         return render(result)
 
     server.check_tool_lists()

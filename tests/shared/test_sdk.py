@@ -1,0 +1,87 @@
+"""Pins every private SDK behaviour that mcp_batteries.sdk relies on, so an upgrade fails here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp.server import MCPServer, ServerRequestContext
+from mcp.server.connection import Connection
+from mcp.types import EmptyResult, SubscribeRequestParams
+
+from mcp_batteries import sdk
+from mcp_batteries.testing import connect
+
+pytestmark = pytest.mark.anyio
+
+
+def test_lowlevel_server_is_reachable_and_takes_request_handlers() -> None:
+    server: MCPServer[Any] = MCPServer("pin")
+    low = sdk.lowlevel_server(server)
+    assert low.get_request_handler("tools/list") is not None
+    assert low.get_request_handler("resources/subscribe") is None
+
+
+async def test_registering_resources_subscribe_advertises_subscribe_to_legacy_clients() -> None:
+    server: MCPServer[Any] = MCPServer("pin")
+
+    @server.resource("pin://x")
+    def x() -> str:
+        return "x"
+
+    async with connect(server, "legacy") as client:
+        assert not client.server_capabilities.resources.subscribe
+
+    async def on_subscribe(ctx: ServerRequestContext[Any], params: SubscribeRequestParams) -> EmptyResult:
+        return EmptyResult()
+
+    sdk.add_request_handler(server, "resources/subscribe", SubscribeRequestParams, on_subscribe)
+    async with connect(server, "legacy") as client:
+        assert client.server_capabilities.resources.subscribe
+
+
+async def test_advertise_legacy_list_changed_reaches_the_initialize_result() -> None:
+    server: MCPServer[Any] = MCPServer("pin")
+
+    @server.tool()
+    def t() -> str:
+        return "t"
+
+    async with connect(server, "legacy") as client:
+        assert not client.server_capabilities.tools.list_changed
+    sdk.advertise_legacy_list_changed(server, tools=True, resources=True)
+    async with connect(server, "legacy") as client:
+        assert client.server_capabilities.tools.list_changed
+
+
+async def test_connection_of_a_session_has_what_the_notifier_uses() -> None:
+    server: MCPServer[Any] = MCPServer("pin")
+    seen: list[Connection] = []
+
+    async def capture(ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+        seen.append(sdk.connection_of(ctx.session))
+        return await call_next(ctx)
+
+    server.middleware.append(capture)
+    async with connect(server, "legacy") as client:
+        await client.list_tools()
+    connection = seen[-1]
+    assert isinstance(connection, Connection)
+    assert connection.has_standalone_channel
+    assert hasattr(connection, "exit_stack") and isinstance(connection.state, dict)
+    for method in ("send_resource_updated", "send_resource_list_changed", "send_tool_list_changed"):
+        assert callable(getattr(connection, method))
+
+
+def test_tool_input_schema_can_be_replaced() -> None:
+    server: MCPServer[Any] = MCPServer("pin")
+
+    @server.tool()
+    def t(x: int) -> str:
+        return str(x)
+
+    schema = {"type": "object", "properties": {"x": {"type": "integer"}}, "additionalProperties": False}
+    sdk.set_tool_input_schema(server, "t", schema)
+    assert sdk.lowlevel_server(server) is not None
+    with pytest.raises(KeyError):
+        sdk.set_tool_input_schema(server, "missing", schema)
