@@ -17,7 +17,6 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-
 from mcp_batteries.testing import (
     ERAS,
     Era,
@@ -42,7 +41,12 @@ def png_bytes() -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00"))
+        + chunk(b"IEND", b"")
+    )
 
 
 @pytest.fixture
@@ -75,13 +79,18 @@ async def test_every_reference_tool_and_argument_is_offered() -> None:
         assert set(reference["inputSchema"].get("properties", {})) <= set(schema.get("properties", {})), name
         # Anything we require, the reference requires too: calls written for it keep working.
         assert set(schema.get("required", [])) <= set(reference["inputSchema"].get("required", [])), name
-        assert ours[name].annotations.read_only_hint == reference.get("annotations", {}).get("readOnlyHint", False) or name in WRITERS
+        assert (
+            ours[name].annotations.read_only_hint
+            == reference.get("annotations", {}).get("readOnlyHint", False)
+            or name in WRITERS
+        )
     assert {"copy_file", "delete_path", "grep"} <= set(ours)
 
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_every_tool_works_in_process(root: Path, era: Era) -> None:
     async with connect(server_for(root), era) as c:
+
         async def call(name: str, **args: Any) -> str:
             result = await c.call_tool(name, args)
             assert not result.is_error, (name, text(result))

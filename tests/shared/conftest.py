@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from mcp_batteries.app import BatteriesServer
 from mcp_batteries.errors import AccessDenied, NotFound
 from mcp_batteries.settings import ServerSettings

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from mcp import MCPError
-
 from mcp_batteries.errors import ConfigError
 from mcp_batteries.notify import RESOURCE_LIST
 from mcp_batteries.testing import ERAS, Era, Notifications, connect, legacy_subscribe
@@ -154,6 +153,9 @@ async def test_interest_is_forgotten_when_clients_disconnect() -> None:
         assert server.interest.keys() == {"demo://item/z", RESOURCE_LIST}
     assert server.interest.keys() == frozenset()
     assert server.notifier.legacy_client_count == 0
-    async with connect(server.mcp, "modern") as client, client.listen(resource_subscriptions=["demo://item/z"]):
+    async with (
+        connect(server.mcp, "modern") as client,
+        client.listen(resource_subscriptions=["demo://item/z"]),
+    ):
         assert "demo://item/z" in server.interest
     assert server.interest.keys() == frozenset()

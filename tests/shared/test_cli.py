@@ -6,7 +6,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from mcp_batteries.cli import parse_settings
 from mcp_batteries.testing import script_path
 
@@ -63,7 +62,9 @@ def test_bad_configuration_is_one_line_on_stderr_and_exit_2(
     assert err.count("\n") == 1 and expected in err and "Traceback" not in err
 
 
-def test_bad_environment_value_is_one_line_too(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_environment_value_is_one_line_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("MCP_DEMO_READ_ONLY", "perhaps")
     with pytest.raises(SystemExit):
         parse_settings(DemoSettings, [])
@@ -73,7 +74,10 @@ def test_bad_environment_value_is_one_line_too(monkeypatch: pytest.MonkeyPatch, 
 
 def test_a_real_server_rejects_bad_config_without_traceback(tmp_path: Path) -> None:
     done = subprocess.run(
-        [script_path("mcp-filesystem"), str(tmp_path / "missing-dir")], capture_output=True, text=True, timeout=60
+        [script_path("mcp-filesystem"), str(tmp_path / "missing-dir")],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 2
     assert done.stdout == ""

@@ -10,7 +10,6 @@ import pytest
 from mcp import MCPDeprecationWarning
 from mcp.server.mcpserver import Context
 from mcp.types import ListRootsResult, Root
-
 from mcp_batteries.paths import AllowedDirectories
 from mcp_batteries.roots import RootsTracker
 from mcp_batteries.testing import Notifications, connect
@@ -33,6 +32,7 @@ def make_server(configured: AllowedDirectories) -> Any:
     async def where(ctx: Context[Any, Any]) -> str:
         """The effective directories."""
         return ",".join(str(r) for r in (await tracker.effective(ctx.session)).roots)
+
     return server
 
 
@@ -59,7 +59,9 @@ async def call_where(client: Any) -> str:
 
 async def test_roots_inside_configured_dirs_narrow_access(dirs: dict[str, Path]) -> None:
     server = make_server(AllowedDirectories([dirs["a"], dirs["b"]]))
-    async with connect(server.mcp, "legacy", list_roots_callback=roots_callback([dirs["a"] / "inner"])) as client:
+    async with connect(
+        server.mcp, "legacy", list_roots_callback=roots_callback([dirs["a"] / "inner"])
+    ) as client:
         assert await call_where(client) == str(dirs["a"] / "inner")
 
 

@@ -8,7 +8,6 @@ import pytest
 from mcp.server import MCPServer, ServerRequestContext
 from mcp.server.connection import Connection
 from mcp.types import EmptyResult, SubscribeRequestParams
-
 from mcp_batteries import sdk
 from mcp_batteries.testing import connect
 

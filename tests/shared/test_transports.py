@@ -11,7 +11,6 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-
 from mcp_batteries.testing import ERAS, Era, connect, connect_http, http_server, script_path, stdio_params
 
 pytestmark = pytest.mark.anyio
@@ -20,7 +19,11 @@ INIT = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
 }
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
@@ -36,12 +39,18 @@ async def test_a_token_is_required_when_set_and_compared_exactly(tree: Path) -> 
     async with http_server("mcp-filesystem", str(tree), env={"MCP_AUTH_TOKEN": "s3cret"}) as running:
         async with httpx.AsyncClient() as http:
             missing = await http.post(running.url, json=INIT, headers=MCP_HEADERS)
-            wrong = await http.post(running.url, json=INIT, headers={**MCP_HEADERS, "Authorization": "Bearer s3cre"})
+            wrong = await http.post(
+                running.url, json=INIT, headers={**MCP_HEADERS, "Authorization": "Bearer s3cre"}
+            )
         assert missing.status_code == 401 and wrong.status_code == 401
         assert missing.headers["www-authenticate"].startswith("Bearer")
         for era in ERAS:
             async with connect_http(running.url, era, token="s3cret") as client:
-                assert (await client.call_tool("read_text_file", {"path": "a.txt"})).content[0].text.startswith("a")
+                assert (
+                    (await client.call_tool("read_text_file", {"path": "a.txt"}))
+                    .content[0]
+                    .text.startswith("a")
+                )
 
 
 @pytest.mark.parametrize(
@@ -71,7 +80,10 @@ def test_non_loopback_without_auth_is_refused_with_one_line(tree: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "MCP_AUTH_TOKEN"}
     done = subprocess.run(
         [script_path("mcp-filesystem"), str(tree), "--transport", "http", "--host", "0.0.0.0"],
-        capture_output=True, text=True, timeout=60, env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
     assert done.returncode == 2
     assert "refusing to serve 0.0.0.0 without authentication" in done.stderr
@@ -81,7 +93,10 @@ def test_non_loopback_without_auth_is_refused_with_one_line(tree: Path) -> None:
 @pytest.mark.parametrize("era", ERAS)
 async def test_both_eras_work_over_stateful_and_stateless_http(tree: Path, era: Era) -> None:
     for extra in ((), ("--stateless",)):
-        async with http_server("mcp-filesystem", str(tree), *extra) as running, connect_http(running.url, era) as c:
+        async with (
+            http_server("mcp-filesystem", str(tree), *extra) as running,
+            connect_http(running.url, era) as c,
+        ):
             assert {t.name for t in (await c.list_tools()).tools} >= {"read_text_file", "grep"}
 
 
@@ -100,10 +115,15 @@ async def test_stdio_subprocess_speaks_both_eras(tree: Path, era: Era) -> None:
 
 
 def test_stdio_stdout_carries_only_protocol_messages(tree: Path) -> None:
-    request = json.dumps(INIT) + "\n" + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
+    request = (
+        json.dumps(INIT) + "\n" + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
+    )
     done = subprocess.run(
         [script_path("mcp-filesystem"), str(tree), "--log-level", "debug"],
-        input=request, capture_output=True, text=True, timeout=60,
+        input=request,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     assert lines and all(json.loads(line)["jsonrpc"] == "2.0" for line in lines)
@@ -111,7 +131,9 @@ def test_stdio_stdout_carries_only_protocol_messages(tree: Path) -> None:
 
 def test_sigterm_stops_a_stdio_server_cleanly(tree: Path) -> None:
     process = subprocess.Popen(
-        [script_path("mcp-filesystem"), str(tree)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        [script_path("mcp-filesystem"), str(tree)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
     assert process.stdin is not None and process.stdout is not None
@@ -128,7 +150,10 @@ def test_a_person_at_a_terminal_is_told_what_stdio_mode_is(tree: Path) -> None:
 
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [script_path("mcp-filesystem"), str(tree)], stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [script_path("mcp-filesystem"), str(tree)],
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     os.close(follower)
     try:

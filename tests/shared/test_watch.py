@@ -7,9 +7,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from watchfiles import Change
-
 from mcp_batteries.watch import ChangeBatch, WatchService
+from watchfiles import Change
 
 pytestmark = pytest.mark.anyio
 
@@ -26,7 +25,9 @@ class Batches:
 
     async def wait_for(self, change: Change | None, path: Path, timeout: float = 10) -> None:
         with anyio.fail_after(timeout):
-            while not any((change is None or c == change) and p == str(path) for b in self.batches for c, p in b):
+            while not any(
+                (change is None or c == change) and p == str(path) for b in self.batches for c, p in b
+            ):
                 await self._event.wait()
 
 

@@ -13,7 +13,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from mcp_batteries.testing import ERAS, Era, connect, script_path, stdio_params
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +40,9 @@ def test_console_script_is_named_like_the_distribution_and_loads(folder: Path) -
 
 @pytest.mark.parametrize("folder", SERVERS, ids=lambda p: p.name)
 def test_help_works_and_goes_to_stdout_with_exit_0(folder: Path) -> None:
-    done = subprocess.run([script_path(f"mcp-{folder.name}"), "--help"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [script_path(f"mcp-{folder.name}"), "--help"], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0
     assert "--transport" in done.stdout and "--read-only" in done.stdout
 
@@ -58,7 +59,9 @@ def default_args(folder: Path, tmp_path: Path) -> list[str]:
 @pytest.mark.parametrize("era", ERAS)
 @pytest.mark.parametrize("folder", SERVERS, ids=lambda p: p.name)
 async def test_starts_over_stdio_and_lists_tools(folder: Path, era: Era, tmp_path: Path) -> None:
-    params = stdio_params(f"mcp-{folder.name}", *default_args(folder, tmp_path), env={"XDG_DATA_HOME": str(tmp_path)})
+    params = stdio_params(
+        f"mcp-{folder.name}", *default_args(folder, tmp_path), env={"XDG_DATA_HOME": str(tmp_path)}
+    )
     async with connect(params, era) as client:
         tools = (await client.list_tools()).tools
     assert tools

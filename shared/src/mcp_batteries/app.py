@@ -27,14 +27,14 @@ from mcp.types import (
     EmptyResult,
     GetPromptResult,
     InputRequiredResult,
+    ListResourcesResult,
+    PaginatedRequestParams,
+    Resource,
     SetLevelRequestParams,
     SubscribeRequestParams,
     SubscriptionsListenRequestParams,
     SubscriptionsListenResult,
     ToolAnnotations,
-    ListResourcesResult,
-    PaginatedRequestParams,
-    Resource,
     UnsubscribeRequestParams,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
@@ -151,7 +151,9 @@ class BatteriesServer:
             # any notifications/message is sent (logging is deprecated in 2026-07-28).
             sdk.add_request_handler(self.mcp, "logging/setLevel", SetLevelRequestParams, self._on_set_level)
             if subscriptions is not None:
-                sdk.add_request_handler(self.mcp, "resources/subscribe", SubscribeRequestParams, self._on_subscribe)
+                sdk.add_request_handler(
+                    self.mcp, "resources/subscribe", SubscribeRequestParams, self._on_subscribe
+                )
                 sdk.add_request_handler(
                     self.mcp, "resources/unsubscribe", UnsubscribeRequestParams, self._on_unsubscribe
                 )
@@ -224,7 +226,9 @@ class BatteriesServer:
     def list_resources_with(self, lister: ResourceLister) -> None:
         """Serve `resources/list` from `lister`, paginated, after any static resources."""
 
-        async def handler(ctx: ServerRequestContext[Any], params: PaginatedRequestParams) -> ListResourcesResult:
+        async def handler(
+            ctx: ServerRequestContext[Any], params: PaginatedRequestParams
+        ) -> ListResourcesResult:
             cursor = params.cursor if params is not None else None
             static = await self.mcp.list_resources() if cursor is None else []
             try:
@@ -271,7 +275,10 @@ class BatteriesServer:
         # Every handshake-era connection with a back-channel hears list_changed, subscribed or not.
         if self.legacy_notifications:
             connection = sdk.connection_of(ctx.session)
-            if connection.protocol_version not in MODERN_PROTOCOL_VERSIONS and connection.has_standalone_channel:
+            if (
+                connection.protocol_version not in MODERN_PROTOCOL_VERSIONS
+                and connection.has_standalone_channel
+            ):
                 await self.notifier.track(connection)
         return await call_next(ctx)
 
@@ -283,7 +290,9 @@ class BatteriesServer:
         except BatteriesError as exc:
             raise MCPError(INVALID_PARAMS, f"cannot subscribe to {uri}: {exc}", data={"uri": uri}) from exc
 
-    async def _on_subscribe(self, ctx: ServerRequestContext[Any], params: SubscribeRequestParams) -> EmptyResult:
+    async def _on_subscribe(
+        self, ctx: ServerRequestContext[Any], params: SubscribeRequestParams
+    ) -> EmptyResult:
         connection = sdk.connection_of(ctx.session)
         if not connection.has_standalone_channel:
             raise MCPError(
@@ -295,11 +304,15 @@ class BatteriesServer:
         await self.notifier.subscribe(connection, params.uri)
         return EmptyResult()
 
-    async def _on_set_level(self, ctx: ServerRequestContext[Any], params: SetLevelRequestParams) -> EmptyResult:
+    async def _on_set_level(
+        self, ctx: ServerRequestContext[Any], params: SetLevelRequestParams
+    ) -> EmptyResult:
         sdk.connection_of(ctx.session).state["mcp_batteries.log_level"] = params.level
         return EmptyResult()
 
-    async def _on_unsubscribe(self, ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams) -> EmptyResult:
+    async def _on_unsubscribe(
+        self, ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams
+    ) -> EmptyResult:
         await self.notifier.unsubscribe(sdk.connection_of(ctx.session), params.uri)
         return EmptyResult()
 

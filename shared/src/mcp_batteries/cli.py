@@ -69,7 +69,9 @@ def _positional_field(cls: type[ServerSettings]) -> str | None:
     return None
 
 
-def build_parser(cls: type[ServerSettings], *, prog: str, description: str, epilog: str = "") -> argparse.ArgumentParser:
+def build_parser(
+    cls: type[ServerSettings], *, prog: str, description: str, epilog: str = ""
+) -> argparse.ArgumentParser:
     parser = _OneLineParser(
         prog=prog,
         description=description,
@@ -94,7 +96,9 @@ def _add_argument(parser: argparse.ArgumentParser, name: str, info: FieldInfo, *
         parser.add_argument(_flag(name), dest=name, action="append", help=help_text + " Repeatable.")
     else:
         choices = _choices(annotation)
-        parser.add_argument(_flag(name), dest=name, choices=choices, help=help_text, metavar=None if choices else "VALUE")
+        parser.add_argument(
+            _flag(name), dest=name, choices=choices, help=help_text, metavar=None if choices else "VALUE"
+        )
 
 
 def _describe_validation_error(error: ValidationError) -> str:

@@ -162,8 +162,9 @@ async def http_server(
         with anyio.fail_after(startup_timeout):
             url = await anyio.to_thread.run_sync(read_until_url, abandon_on_cancel=True)
         # Keep draining stderr so a chatty server never blocks on a full pipe.
-        drain = anyio.to_thread.run_sync(lambda: [lines.append(r.decode(errors="replace")) for r in stderr],
-                                         abandon_on_cancel=True)
+        drain = anyio.to_thread.run_sync(
+            lambda: [lines.append(r.decode(errors="replace")) for r in stderr], abandon_on_cancel=True
+        )
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: drain)
             yield RunningServer(process, url, lines)

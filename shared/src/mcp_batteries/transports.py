@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import threading
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -93,8 +93,12 @@ def _http_banner(server: BatteriesServer, port: int, authenticated: bool) -> str
     url = f"http://{host}:{port}{s.path}"
     mode = "stateless" if s.stateless else "stateful sessions"
     auth = "bearer token required" if authenticated else "no authentication"
-    extra = "" if s.allowed_hosts or s.is_loopback else (
-        "\n  note: only loopback Host headers are accepted; add --allowed-hosts NAME:* for remote clients"
+    extra = (
+        ""
+        if s.allowed_hosts or s.is_loopback
+        else (
+            "\n  note: only loopback Host headers are accepted; add --allowed-hosts NAME:* for remote clients"
+        )
     )
     return (
         f"{server.mcp.name} {server.mcp.version}: MCP over Streamable HTTP at {url} ({mode}, {auth}); "
@@ -136,9 +140,13 @@ async def serve_stdio(server: BatteriesServer, script: str) -> None:
         tg.cancel_scope.cancel()
 
 
-async def serve_http(server: BatteriesServer, app: ASGIApp, *, on_started: Callable[[int], Awaitable[None]] | None = None) -> None:
+async def serve_http(
+    server: BatteriesServer, app: ASGIApp, *, on_started: Callable[[int], Awaitable[None]] | None = None
+) -> None:
     s = server.settings
-    config = uvicorn.Config(app, host=s.host, port=s.port, log_level=s.log_level, lifespan="on", access_log=False)
+    config = uvicorn.Config(
+        app, host=s.host, port=s.port, log_level=s.log_level, lifespan="on", access_log=False
+    )
     web = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
 
@@ -174,4 +182,3 @@ def run(server: BatteriesServer, *, script: str) -> None:
             anyio.run(serve_stdio, server, script)
     except KeyboardInterrupt:
         pass
-

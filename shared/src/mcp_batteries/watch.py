@@ -70,7 +70,11 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
         new_files = frozenset(Path(p) for p in files)  # type: ignore[attr-defined]
         new_trees = frozenset(Path(p) for p in trees)  # type: ignore[attr-defined]
         async with self._lock:
-            if new_files == self._files and new_trees == self._trees and (self.running or not (new_files or new_trees)):
+            if (
+                new_files == self._files
+                and new_trees == self._trees
+                and (self.running or not (new_files or new_trees))
+            ):
                 return
             self._files, self._trees = new_files, new_trees
             await self._stop_watcher()
@@ -107,7 +111,9 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
         now = self._present()
         before = self._last_present
         self._last_present = now
-        await self._deliver({(Change.deleted, str(p)) for p in before - now} | {(Change.added, str(p)) for p in now - before})
+        await self._deliver(
+            {(Change.deleted, str(p)) for p in before - now} | {(Change.added, str(p)) for p in now - before}
+        )
 
     def _present(self) -> set[Path]:
         return {p for p in self._files | self._trees if p.exists()}
@@ -125,13 +131,31 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
             trees, flat = plan
             streams = []
             if trees:
-                streams.append(awatch(*trees, stop_event=stop, debounce=self._debounce_ms, step=30,
-                                      recursive=True, ignore_permission_denied=True, yield_on_timeout=True,
-                                      rust_timeout=PLAN_CHECK_MS))
+                streams.append(
+                    awatch(
+                        *trees,
+                        stop_event=stop,
+                        debounce=self._debounce_ms,
+                        step=30,
+                        recursive=True,
+                        ignore_permission_denied=True,
+                        yield_on_timeout=True,
+                        rust_timeout=PLAN_CHECK_MS,
+                    )
+                )
             if flat:
-                streams.append(awatch(*flat, stop_event=stop, debounce=self._debounce_ms, step=30,
-                                      recursive=False, ignore_permission_denied=True, yield_on_timeout=True,
-                                      rust_timeout=PLAN_CHECK_MS))
+                streams.append(
+                    awatch(
+                        *flat,
+                        stop_event=stop,
+                        debounce=self._debounce_ms,
+                        step=30,
+                        recursive=False,
+                        ignore_permission_denied=True,
+                        yield_on_timeout=True,
+                        rust_timeout=PLAN_CHECK_MS,
+                    )
+                )
             await self._pump(streams, ready, plan)
             if not stop.is_set():
                 # A watched directory vanished (or reappeared): report files that are gone, then
@@ -139,7 +163,9 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
                 self.restarts += 1
                 await anyio.sleep(0.05)  # back off, so a directory that keeps failing cannot spin
 
-    async def _pump(self, streams: list[object], ready: anyio.Event, plan: tuple[list[str], list[str]]) -> None:
+    async def _pump(
+        self, streams: list[object], ready: anyio.Event, plan: tuple[list[str], list[str]]
+    ) -> None:
         """Consume every stream until one ends or fails; then the caller re-plans and restarts."""
         async with anyio.create_task_group() as tg:
             pending = len(streams)

@@ -17,12 +17,11 @@ from mcp.types import (
     Resource,
     ResourceTemplateReference,
 )
-from pydantic import BaseModel, Field
-
 from mcp_batteries.app import BatteriesServer
 from mcp_batteries.paths import AllowedDirectories, file_uri_to_path, resolve_path
 from mcp_batteries.progress import in_thread, progress_reporter
 from mcp_batteries.roots import RootsTracker
+from pydantic import BaseModel, Field
 
 from mcp_filesystem import catalog, editing, grep, reading, walking, writing
 from mcp_filesystem.config import FilesystemSettings
@@ -36,17 +35,25 @@ Paths may be absolute or relative to the first allowed directory. Reads are page
 says it was truncated, call again with the offset it names. Files are also resources
 (file:///...) that clients can subscribe to for live change notifications."""
 
-PathArg = Annotated[str, Field(description="File or directory path: absolute, or relative to the first allowed directory.")]
+PathArg = Annotated[
+    str, Field(description="File or directory path: absolute, or relative to the first allowed directory.")
+]
 ExcludeArg = Annotated[
     list[str],
-    Field(description="Glob patterns to skip, matched against paths relative to `path` (e.g. 'node_modules', '**/*.log')."),
+    Field(
+        description="Glob patterns to skip, matched against paths relative to `path` (e.g. 'node_modules', '**/*.log')."
+    ),
 ]
 
 
 class Edit(BaseModel):
-    oldText: str = Field(description="Text to find: exact first, then ignoring indentation/whitespace differences.")
+    oldText: str = Field(
+        description="Text to find: exact first, then ignoring indentation/whitespace differences."
+    )
     newText: str = Field(description="Replacement text; indentation is adapted to the matched block.")
-    replaceAll: bool = Field(False, description="Replace every occurrence instead of requiring a unique match.")
+    replaceAll: bool = Field(
+        False, description="Replace every occurrence instead of requiring a unique match."
+    )
 
 
 def build_server(settings: FilesystemSettings) -> BatteriesServer:
@@ -88,9 +95,15 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         path: PathArg,
         ctx: Context[Any, Any],
         head: Annotated[int | None, Field(ge=1, description="Only the first N lines.")] = None,
-        tail: Annotated[int | None, Field(ge=1, description="Only the last N lines (fast on huge files).")] = None,
-        offset: Annotated[int | None, Field(ge=1, description="First line to return (1-based), for paging.")] = None,
-        limit: Annotated[int | None, Field(ge=1, description="How many lines to return from `offset`.")] = None,
+        tail: Annotated[
+            int | None, Field(ge=1, description="Only the last N lines (fast on huge files).")
+        ] = None,
+        offset: Annotated[
+            int | None, Field(ge=1, description="First line to return (1-based), for paging.")
+        ] = None,
+        limit: Annotated[
+            int | None, Field(ge=1, description="How many lines to return from `offset`.")
+        ] = None,
     ) -> str:
         """Read a text file as UTF-8. Big files come back one page at a time: the reply says which
         lines it holds and the `offset` to pass for the next page. Use head/tail for the start or
@@ -131,14 +144,17 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         with read_text_file."""
         result = await in_thread(reading.read_multiple_files, await scope(ctx), paths)
         parts = [
-            f"{r.path}:\n{r.text}" if r.error is None else f"{r.path}: Error - {r.error}" for r in result.results
+            f"{r.path}:\n{r.text}" if r.error is None else f"{r.path}: Error - {r.error}"
+            for r in result.results
         ]
         if result.notice:
             parts.append(result.notice)
         return "\n---\n".join(parts)
 
     # -- writing ---------------------------------------------------------------------------
-    @server.tool(title="Write file", read_only=False, destructive=True, idempotent=True, structured_output=False)
+    @server.tool(
+        title="Write file", read_only=False, destructive=True, idempotent=True, structured_output=False
+    )
     async def write_file(
         path: PathArg,
         content: Annotated[str, Field(description="The complete new content of the file (UTF-8).")],
@@ -186,14 +202,20 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         destination: Annotated[str, Field(description="Path of the copy.")],
         ctx: Context[Any, Any],
         overwrite: Annotated[bool, Field(description="Replace an existing destination file.")] = False,
-        recursive: Annotated[bool, Field(description="Required to copy a directory and its contents.")] = False,
+        recursive: Annotated[
+            bool, Field(description="Required to copy a directory and its contents.")
+        ] = False,
     ) -> str:
         """Copy a file (or, with recursive=true, a directory tree). Symbolic links are copied as
         links, never followed."""
-        copied = await in_thread(writing.copy_file, await scope(ctx), source, destination, overwrite, recursive)
+        copied = await in_thread(
+            writing.copy_file, await scope(ctx), source, destination, overwrite, recursive
+        )
         summary = f"Copied {source} to {destination}: {copied.files} file(s), {copied.directories} directories, {copied.bytes} bytes"
         if copied.skipped:
-            summary += "\nSkipped (symbolic links and special files are not copied): " + ", ".join(copied.skipped)
+            summary += "\nSkipped (symbolic links and special files are not copied): " + ", ".join(
+                copied.skipped
+            )
         return summary
 
     @server.tool(title="Delete", read_only=False, destructive=True, idempotent=True, structured_output=False)
@@ -218,7 +240,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     async def list_directory_with_sizes(
         path: PathArg,
         ctx: Context[Any, Any],
-        sortBy: Annotated[Literal["name", "size"], Field(description="Sort entries by name or by size.")] = "name",
+        sortBy: Annotated[
+            Literal["name", "size"], Field(description="Sort entries by name or by size.")
+        ] = "name",
     ) -> str:
         """List a directory with file sizes and a total. Symbolic links are not followed."""
         real = resolve_path(path, await scope(ctx))
@@ -229,7 +253,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         path: PathArg,
         ctx: Context[Any, Any],
         excludePatterns: ExcludeArg = [],  # noqa: B006 - the SDK copies defaults per call
-        max_depth: Annotated[int | None, Field(ge=1, description="Stop descending after this many levels.")] = None,
+        max_depth: Annotated[
+            int | None, Field(ge=1, description="Stop descending after this many levels.")
+        ] = None,
         respect_gitignore: Annotated[bool, Field(description="Skip what .gitignore files ignore.")] = False,
     ) -> str:
         """A recursive JSON tree of files and directories under `path`. Output is capped; when it
@@ -244,7 +270,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     @server.tool(title="Search file names", read_only=True, structured_output=False)
     async def search_files(
         path: PathArg,
-        pattern: Annotated[str, Field(description="Glob over relative paths, e.g. '**/*.py'; plain text matches names.")],
+        pattern: Annotated[
+            str, Field(description="Glob over relative paths, e.g. '**/*.py'; plain text matches names.")
+        ],
         ctx: Context[Any, Any],
         excludePatterns: ExcludeArg = [],  # noqa: B006
     ) -> str:
@@ -259,13 +287,19 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     @server.tool(title="Search file contents", read_only=True, structured_output=False, name="grep")
     async def grep_tool(
         path: PathArg,
-        pattern: Annotated[str, Field(description="Text to find, or a Python regular expression if is_regex.")],
+        pattern: Annotated[
+            str, Field(description="Text to find, or a Python regular expression if is_regex.")
+        ],
         ctx: Context[Any, Any],
         is_regex: Annotated[bool, Field(description="Treat pattern as a regular expression.")] = False,
         case_sensitive: Annotated[bool, Field(description="Match case exactly.")] = False,
-        include: Annotated[list[str], Field(description="Only files whose name matches one of these globs, e.g. '*.py'.")] = [],  # noqa: B006
+        include: Annotated[
+            list[str], Field(description="Only files whose name matches one of these globs, e.g. '*.py'.")
+        ] = [],  # noqa: B006
         excludePatterns: ExcludeArg = [],  # noqa: B006
-        context_lines: Annotated[int, Field(ge=0, le=20, description="Lines of context around each match.")] = 0,
+        context_lines: Annotated[
+            int, Field(ge=0, le=20, description="Lines of context around each match.")
+        ] = 0,
         max_matches: Annotated[int, Field(ge=1, le=2000, description="Stop after this many matches.")] = 100,
     ) -> str:
         """Search file contents under `path` and report `file:line:text` for each match, like
@@ -319,8 +353,13 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         current = await roots.effective(session)
         page, next_cursor = await in_thread(catalog.list_page, current, cursor)
         resources = [
-            Resource(uri=path_to_uri(f.path), name=f.path.name, title=str(f.path), size=f.size,
-                     mime_type=catalog.guess_mime_type(f.path))
+            Resource(
+                uri=path_to_uri(f.path),
+                name=f.path.name,
+                title=str(f.path),
+                size=f.size,
+                mime_type=catalog.guess_mime_type(f.path),
+            )
             for f in page
         ]
         return resources, next_cursor
