@@ -614,9 +614,8 @@ async def _run_once(client: McpClient, wl: Workload, server: str, sample: Sample
     try:
         reply = await client.request(method, params, wl.timeout)
     except (RequestTimeout, ServerExited) as exc:
+        # The caller discards the process (it may still be grinding) after reading its peak RSS.
         sample.errors.append(f"{type(exc).__name__}: {exc}")
-        if isinstance(exc, RequestTimeout):
-            await client.close(grace=1.0)  # it may still be grinding; a fresh one is started next
         return False
     sample.seconds.append(reply.seconds)
     sample.sizes.append(reply.size)
@@ -641,12 +640,18 @@ async def _run_workload(
     active = [n for n in names if samples[n].skipped is None]
     runs = opts.repeat if opts.repeat is not None else wl.runs(opts.quick)
 
+    gave_up: set[str] = set()  # servers that timed out or crashed: don't repeat a 2-minute wait
     if not wl.fresh:
         for n in active:
-            client = await sessions[n].get()
             for _ in range(wl.warmups(opts.quick)):
-                await _run_once(client, wl, n, Sample())
-    gave_up: set[str] = set()  # servers that timed out or crashed: don't repeat a 2-minute wait
+                if not await _run_once(await sessions[n].get(), wl, n, samples[n]):
+                    await sessions[n].discard()
+                    result.restarts[n] = result.restarts.get(n, 0) + 1
+                    gave_up.add(n)
+                    break
+        for n in active:
+            samples[n].seconds.clear()  # warm-up calls count for failures, not for times
+            samples[n].sizes.clear()
     for rep in range(runs):
         # Alternate the order so neither server always runs right after the other's heavy call.
         order = active if rep % 2 == 0 else active[::-1]
@@ -683,8 +688,8 @@ async def _run_workload(
             method, params = wl.call_for(n)
             probe = await ping_under_load(client, method, params, timeout=wl.timeout)
             result.probes[wl.name][n] = probe
-            if probe.error and not client.alive:
-                await sessions[n].discard()
+            if probe.error and ("Timeout" in probe.error or not client.alive):
+                await sessions[n].discard()  # a timed-out call may still be running in it
             _log(
                 opts,
                 f"  {wl.name + ' + pings':<40} {n:<8} {len(probe.latencies)} pings,"
@@ -695,7 +700,10 @@ async def _run_workload(
 async def run_suite(suite: Suite, opts: Options) -> SuiteResult:
     t_start = time.perf_counter()
     result = SuiteResult(suite.title, suite.servers, notes=list(suite.notes))
-    specs = [s for s in suite.servers if opts.only is None or s.name in opts.only]
+    for s in suite.servers:
+        if opts.only is not None and s.name not in opts.only:
+            result.unavailable[s.name] = "not selected (--only)"
+    specs = [s for s in suite.servers if s.name not in result.unavailable]
     for s in specs:
         why = s.missing()
         if why:
@@ -824,7 +832,7 @@ def format_report(res: SuiteResult) -> str:
     for s in res.servers:
         info = res.server_info.get(s.name, {})
         version = f" [{info.get('name', '')} {info.get('version', '')}]" if info else ""
-        state = f" — UNAVAILABLE: {res.unavailable[s.name]}" if s.name in res.unavailable else ""
+        state = f" — NOT RUN: {res.unavailable[s.name]}" if s.name in res.unavailable else ""
         out.append(f"- {s.name}: {s.label or ' '.join(s.argv)}{version}{state}")
     out.append("")
 
@@ -893,6 +901,7 @@ def format_report(res: SuiteResult) -> str:
                 out.append(f"! {wl_name} on {n}: {len(smp.errors)} failure(s), first: {smp.errors[0]}")
             if smp.skipped:
                 out.append(f"n/a {wl_name} on {n}: {smp.skipped}")
+    out += [f"note on '{wl.name}': {wl.note}" for wl in res.workloads if wl.note]
     out += [f"note: {x}" for x in res.notes]
     out.append(
         f"(medians and p95 of the repetitions in this one run; only same-run ratios count;"

@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import anyio
-import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -143,6 +142,8 @@ async def serve_stdio(server: BatteriesServer, script: str) -> None:
 async def serve_http(
     server: BatteriesServer, app: ASGIApp, *, on_started: Callable[[int], Awaitable[None]] | None = None
 ) -> None:
+    import uvicorn  # only HTTP needs it; stdio servers start ~0.1 s sooner without it
+
     s = server.settings
     config = uvicorn.Config(
         app, host=s.host, port=s.port, log_level=s.log_level, lifespan="on", access_log=False

@@ -160,6 +160,10 @@ def read_text_file(
     fd = open_for_read(real, allowed)
     try:
         size = os.fstat(fd).st_size
+        if tail is None and (offset or 1) == 1 and size <= max_bytes:
+            whole = _read_small_whole(fd, size, head or limit or max_lines, shown)
+            if whole is not None:
+                return whole
         _refuse_binary(fd, shown)
         if tail is not None:
             return _read_tail(fd, tail, max_bytes, size)
@@ -168,6 +172,24 @@ def read_text_file(
         return _read_forward(fd, offset or 1, limit or max_lines, max_bytes, size, paging=True)
     finally:
         os.close(fd)
+
+
+def _read_small_whole(fd: int, size: int, count: int, shown: str) -> TextRead | None:
+    """The common case (a small file that fits in one page) in one read, without a line loop.
+
+    Returns None when the page would be cut short; the streaming reader then handles it.
+    """
+    data = os.pread(fd, size + 1, 0)
+    if len(data) > size:  # the file grew since fstat: let the streaming reader decide
+        return None
+    if b"\x00" in data[:_BINARY_PROBE]:
+        _refuse_binary(fd, shown)
+    lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    if lines > count:
+        return None
+    text, replaced = _decode(data)
+    notice = "; ".join(_notes(replaced, [])) or None
+    return TextRead(text, 1 if lines else None, lines or None, False, None, size, notice)
 
 
 def _notes(replaced: bool, cut_lines: list[int]) -> list[str]:
