@@ -26,7 +26,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: import the harness beside it
 
-from harness import BENCH_DIR, Reply, ServerSpec, Suite, Workload, anchor_path, arg_parser, run_cli, tool, venv_script
+from harness import (
+    BENCH_DIR,
+    Reply,
+    ServerSpec,
+    Suite,
+    Workload,
+    anchor_path,
+    arg_parser,
+    run_cli,
+    tool,
+    venv_script,
+)
 
 N_TABLES = 200  # including `big`
 SMALL_ROWS = 20
@@ -137,7 +148,14 @@ def build(args: argparse.Namespace) -> Suite:
     workloads = [
         q("SELECT 1", "SELECT 1", repeat=200, quick_repeat=20),
         tool("list_tables (200 tables)", "list_tables", {}, repeat=50, quick_repeat=5),
-        tool("describe_table big", "describe_table", {"table": "big"}, repeat=50, quick_repeat=5, overrides=describe),
+        tool(
+            "describe_table big",
+            "describe_table",
+            {"table": "big"},
+            repeat=50,
+            quick_repeat=5,
+            overrides=describe,
+        ),
         q(
             "SELECT 10,000 rows",
             select_10k,
@@ -145,7 +163,13 @@ def build(args: argparse.Namespace) -> Suite:
             quick_repeat=3,
             check=all_or_page(10_000),
         ),
-        q(f"SELECT * {big_rows:,} rows", "SELECT * FROM big", repeat=5, quick_repeat=1, check=all_or_page(big_rows)),
+        q(
+            f"SELECT * {big_rows:,} rows",
+            "SELECT * FROM big",
+            repeat=5,
+            quick_repeat=1,
+            check=all_or_page(big_rows),
+        ),
         q(
             f"SELECT * {big_rows:,} rows, fresh process",
             "SELECT * FROM big",
@@ -168,8 +192,8 @@ def build(args: argparse.Namespace) -> Suite:
         workloads=workloads,
         notes=[
             f"data: {db}: {N_TABLES} tables ({N_TABLES - 1} x {SMALL_ROWS} rows + big, {big_rows:,} rows)",
-            "ours returns rows twice (a text table + structuredContent); the reference sends str(list of dicts)",
-            "SELECT *: ours returns one page (10,000 / 500 rows, truncated + next_offset); the reference every row",
+            "ours sends rows twice (a text table + structuredContent); the reference str(list of dicts)",
+            "SELECT *: ours returns one page (10,000 / 500 rows, truncated, next_offset), the reference all",
             f"machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}",
         ],
     )
@@ -177,7 +201,9 @@ def build(args: argparse.Namespace) -> Suite:
 
 def main() -> None:
     parser = arg_parser(__doc__.splitlines()[0] if __doc__ else "sql benchmark")
-    parser.add_argument("--ours-cmd", default=venv_script("mcp-sql"), help="command for our server, without the URL")
+    parser.add_argument(
+        "--ours-cmd", default=venv_script("mcp-sql"), help="command for our server, without the URL"
+    )
     parser.add_argument("--slow-n", type=int, default=4_000_000, help="rows the slow recursive CTE counts to")
     run_cli(build, parser)
 

@@ -9,6 +9,7 @@ and `notify_*` methods that reach every interested client of both protocol eras.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -169,6 +170,7 @@ class BatteriesServer:
         open_world: bool = False,
         name: str | None = None,
         structured_output: bool | None = None,
+        description: str | None = None,
     ) -> Callable[[F], F]:
         """Register a tool unless read-only mode or the operator's tool lists exclude it.
 
@@ -185,6 +187,8 @@ class BatteriesServer:
                 fn,
                 name=tool_name,
                 title=title,
+                # The model reads this: the docstring without its source indentation.
+                description=description or inspect.cleandoc(fn.__doc__ or ""),
                 annotations=ToolAnnotations(
                     title=title,
                     read_only_hint=read_only,

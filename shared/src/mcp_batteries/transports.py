@@ -23,6 +23,7 @@ from starlette.types import ASGIApp
 
 from mcp_batteries.auth import TOKEN_ENV, BearerTokenMiddleware, load_token
 from mcp_batteries.errors import ConfigError
+from mcp_batteries.events import BoundedEventStore
 
 if TYPE_CHECKING:
     from mcp_batteries.app import BatteriesServer
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 LOOPBACK_HOST_PATTERNS = ["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"]
+SSE_RETRY_MS = 1000
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
 
@@ -78,6 +80,9 @@ def build_http_app(server: BatteriesServer) -> ASGIApp:
     app: ASGIApp = server.mcp.streamable_http_app(
         streamable_http_path=s.path,
         stateless_http=s.stateless,
+        # Resumable SSE (priming event, ids, a retry hint): a dropped connection loses nothing.
+        event_store=None if s.stateless else BoundedEventStore(),
+        retry_interval=None if s.stateless else SSE_RETRY_MS,
         transport_security=transport_security(server),
         host=s.host,
     )

@@ -153,11 +153,14 @@ def build_server(settings: FetchServerSettings) -> BatteriesServer:
             ]
         return [TextContent(type="text", text=render(result))]
 
-    # BatteriesServer.tool takes no description and the SDK sends a docstring as written
-    # (indentation included); the description also names this operator's limits.
-    fetch.__doc__ = tool_description(settings)
+    # The description names this operator's limits, so it is built from the settings.
     server.tool(
-        title="Fetch a web page", read_only=True, open_world=True, idempotent=True, structured_output=False
+        title="Fetch a web page",
+        read_only=True,
+        open_world=True,
+        idempotent=True,
+        structured_output=False,
+        description=tool_description(settings),
     )(fetch)
 
     @server.mcp.prompt(name="fetch", description="Fetch a URL and extract its contents as markdown")

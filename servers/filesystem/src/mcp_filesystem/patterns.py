@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mcp_batteries.errors import InvalidInput
-from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 GLOB_CHARS = frozenset("*?[{")
 _MAX_BRACE_EXPANSIONS = 256
@@ -216,6 +215,9 @@ class IgnoreLayer:
 
 def parse_gitignore(text: str, base: str) -> IgnoreLayer | None:
     """Compile one .gitignore's lines (git's rules, via pathspec) for the directory ``base``."""
+    # Imported on first use: pathspec costs ~40 ms of start-up that most sessions never need.
+    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
     rules: list[tuple[re.Pattern[str], bool]] = []
     for line in text.splitlines():
         try:
