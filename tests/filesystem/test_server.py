@@ -209,10 +209,12 @@ async def test_live_updates_over_stdio_for_changes_made_outside_the_server(root:
 @pytest.mark.parametrize("era", ERAS)
 async def test_live_updates_over_http_for_changes_made_outside_the_server(root: Path, era: Era) -> None:
     heard = Notifications()
-    async with http_server("mcp-filesystem", str(root)) as running:
-        async with connect_http(running.url, era, message_handler=heard) as client:
-            await client.list_tools()
-            await live_roundtrip(client, era, heard, root / "notes.txt")
+    async with (
+        http_server("mcp-filesystem", str(root)) as running,
+        connect_http(running.url, era, message_handler=heard) as client,
+    ):
+        await client.list_tools()
+        await live_roundtrip(client, era, heard, root / "notes.txt")
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -246,3 +248,12 @@ async def test_server_answers_other_requests_while_a_long_walk_runs(tmp_path: Pa
             finished.append("list_tools")
     assert finished[0] == "list_tools"
     assert progress, "a long walk reports progress"
+
+
+async def test_a_huge_root_is_watched_at_its_top_level_only_and_still_reports_list_changes(root: Path) -> None:
+    server = build_server(FilesystemSettings(directories=[str(root)], watch_max_dirs=1))
+    heard = Notifications()
+    async with connect(server.mcp, "legacy", message_handler=heard) as client:
+        await client.list_tools()  # the connection is now interested in list changes
+        (root / "top-level-new.txt").write_text("x")
+        await heard.wait_method("notifications/resources/list_changed")

@@ -31,7 +31,7 @@ async def test_tool_allow_and_deny_lists_are_honoured(era: Era) -> None:
 
 def test_unknown_tool_name_in_lists_is_a_config_error_naming_the_real_tools() -> None:
     server = build_demo(DemoSettings(disable_tools=["lok"]))
-    with pytest.raises(ConfigError, match="unknown tool name.*lok.*change, crash, look"):
+    with pytest.raises(ConfigError, match=r"unknown tool name.*lok.*change, crash, look"):
         server.check_tool_lists()
 
 
@@ -41,8 +41,8 @@ async def test_every_tool_states_all_annotations(era: Era) -> None:
         tools = {t.name: t.annotations for t in (await client.list_tools()).tools}
     assert tools["look"].read_only_hint is True and tools["look"].destructive_hint is False
     assert tools["change"].read_only_hint is False and tools["change"].destructive_hint is True
-    for annotations in tools.values():
-        assert annotations.idempotent_hint is not None and annotations.open_world_hint is False
+    for hints in tools.values():
+        assert hints.idempotent_hint is not None and hints.open_world_hint is False
 
 
 @pytest.mark.parametrize("era", ERAS)

@@ -29,9 +29,11 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 
 
 async def test_healthz_answers_without_auth(tree: Path) -> None:
-    async with http_server("mcp-filesystem", str(tree), env={"MCP_AUTH_TOKEN": "s3cret"}) as running:
-        async with httpx.AsyncClient() as http:
-            response = await http.get(running.base_url + "/healthz")
+    async with (
+        http_server("mcp-filesystem", str(tree), env={"MCP_AUTH_TOKEN": "s3cret"}) as running,
+        httpx.AsyncClient() as http,
+    ):
+        response = await http.get(running.base_url + "/healthz")
     assert response.status_code == 200 and response.json()["status"] == "ok"
 
 

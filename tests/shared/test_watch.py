@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -131,3 +132,44 @@ async def test_a_storm_of_changes_arrives_as_few_coalesced_batches(tmp_path: Pat
     # Each batch is a set of distinct (change, path) pairs: bounded by paths, not by events.
     assert all(len(b) <= 3 for b in seen.batches)
     assert len(seen.batches) < 100
+
+
+async def test_a_flat_directory_reports_direct_entries_but_not_deeper_ones(tmp_path: Path) -> None:
+    deep = tmp_path / "sub"
+    deep.mkdir()
+    seen = Batches()
+    async with WatchService(seen) as watch:
+        await watch.set_targets(dirs=[tmp_path])
+        (deep / "hidden-deep.txt").write_text("x")
+        (tmp_path / "top.txt").write_text("x")
+        await seen.wait_for(Change.added, tmp_path / "top.txt")
+    assert all(p != str(deep / "hidden-deep.txt") for b in seen.batches for _, p in b)
+
+
+async def test_a_watcher_that_cannot_start_is_retried_with_backoff_not_in_a_busy_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mcp_batteries.watch as watch_module
+
+    attempts: list[float] = []
+    enough = anyio.Event()
+
+    def failing_awatch(*args: object, **kwargs: object) -> object:
+        attempts.append(anyio.current_time())
+        if len(attempts) >= 6:
+            enough.set()
+
+        async def fail() -> AsyncIterator[ChangeBatch]:
+            raise OSError("OS file watch limit reached")
+            yield set()  # pragma: no cover - makes this an async generator
+
+        return fail()
+
+    monkeypatch.setattr(watch_module, "awatch", failing_awatch)
+    watch = WatchService(Batches())
+    await watch.set_targets(trees=[tmp_path])
+    with anyio.fail_after(10):
+        await enough.wait()
+    await watch.set_targets()
+    gaps = [b - a for a, b in zip(attempts, attempts[1:], strict=False)]
+    assert gaps[-1] > gaps[0] * 4  # each quick failure doubles the wait

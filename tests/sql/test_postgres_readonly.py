@@ -107,7 +107,8 @@ async def _connections(admin: Any) -> int:
     # backend on the cluster would fail whenever anything else uses the same server.
     return int(
         await admin.value(
-            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND datname = 'postgres'"
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE backend_type = 'client backend' AND datname = 'postgres'"
         )
     )
 

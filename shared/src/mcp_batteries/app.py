@@ -13,7 +13,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from mcp.server import MCPServer, ServerRequestContext
 from mcp.server.lowlevel.helper_types import ReadResourceContents
@@ -210,18 +210,17 @@ class BatteriesServer:
             return True
         return tool_name in s.disable_tools
 
-    @property
-    def resource(self) -> Any:
-        """`MCPServer.resource`: static resources and `{+path}` templates."""
-        return self.mcp.resource
+    def resource(self, uri: str, **options: Any) -> Callable[[F], F]:
+        """Register a static resource or a template (`{name}`, `{+path}`), as `MCPServer.resource`."""
+        return self.mcp.resource(uri, **options)
 
-    @property
-    def prompt(self) -> Any:
-        return self.mcp.prompt
+    def prompt(self, name: str | None = None, **options: Any) -> Callable[[F], F]:
+        """Register a prompt, as `MCPServer.prompt`; bad arguments become JSON-RPC -32602."""
+        return self.mcp.prompt(name, **options)
 
-    @property
-    def completion(self) -> Any:
-        return self.mcp.completion
+    def completion(self) -> Callable[[F], F]:
+        """Register the completion handler (prompt arguments and resource template variables)."""
+        return cast(Callable[[F], F], self.mcp.completion())  # type: ignore[no-untyped-call]
 
     def read_resources_with(self, prefix: str, reader: ResourceReader) -> None:
         """Read URIs starting with `prefix` through `reader`, which also names the MIME type."""
@@ -254,7 +253,8 @@ class BatteriesServer:
         unknown = sorted(named - known)
         if unknown:
             raise ConfigError(
-                f"unknown tool name(s) {', '.join(unknown)}; this server's tools are: {', '.join(sorted(known))}"
+                f"unknown tool name(s) {', '.join(unknown)}; "
+                f"this server's tools are: {', '.join(sorted(known))}"
             )
 
     @asynccontextmanager

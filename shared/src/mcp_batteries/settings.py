@@ -70,7 +70,9 @@ class ServerSettings(BaseSettings):
     )
     allowed_hosts: NameList = Field(
         default_factory=list,
-        description="HTTP: extra Host header values accepted (DNS-rebinding protection), e.g. mcp.example.com:*.",
+        description=(
+            "HTTP: extra Host header values accepted (DNS-rebinding protection), e.g. mcp.example.com:*."
+        ),
     )
     allowed_origins: NameList = Field(
         default_factory=list,

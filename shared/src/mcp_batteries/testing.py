@@ -20,6 +20,7 @@ import sys
 import warnings
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -138,7 +139,7 @@ async def http_server(
 ) -> AsyncIterator[RunningServer]:
     """Run `script --transport http --port 0 ARGS` and yield it once its banner names the URL."""
     command = [script_path(script), *args, "--transport", "http", "--port", "0"]
-    process = subprocess.Popen(
+    process = subprocess.Popen(  # noqa: ASYNC220 - the server runs beside the test, not awaited
         command,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -161,12 +162,14 @@ async def http_server(
     try:
         with anyio.fail_after(startup_timeout):
             url = await anyio.to_thread.run_sync(read_until_url, abandon_on_cancel=True)
+
+        def drain() -> None:
+            for raw in stderr:
+                lines.append(raw.decode(errors="replace").rstrip())
+
         # Keep draining stderr so a chatty server never blocks on a full pipe.
-        drain = anyio.to_thread.run_sync(
-            lambda: [lines.append(r.decode(errors="replace")) for r in stderr], abandon_on_cancel=True
-        )
         async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: drain)
+            tg.start_soon(partial(anyio.to_thread.run_sync, drain, abandon_on_cancel=True))
             yield RunningServer(process, url, lines)
             tg.cancel_scope.cancel()
     finally:

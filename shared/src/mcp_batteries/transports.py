@@ -157,7 +157,8 @@ async def serve_http(
     async with anyio.create_task_group() as tg:
 
         async def announce() -> None:
-            while not web.started:
+            # uvicorn offers a flag, not an event, for "listening".
+            while not web.started:  # noqa: ASYNC110
                 await anyio.sleep(0.02)
             port = web.servers[0].sockets[0].getsockname()[1] if web.servers else s.port
             say(_http_banner(server, port, isinstance(app, BearerTokenMiddleware)))

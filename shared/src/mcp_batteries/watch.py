@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, suppress
 from pathlib import Path
 from types import TracebackType
 
@@ -29,6 +30,8 @@ ChangeBatch = set[tuple[Change, str]]
 ChangeHandler = Callable[[ChangeBatch], Awaitable[None]]
 
 DEFAULT_DEBOUNCE_MS = 150
+MIN_BACKOFF_S = 0.05
+MAX_BACKOFF_S = 30.0
 #: How often (ms) an idle watcher checks that the directories it watches still exist.
 PLAN_CHECK_MS = 500
 
@@ -47,6 +50,7 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
         self._debounce_ms = debounce_ms
         self._files: frozenset[Path] = frozenset()
         self._trees: frozenset[Path] = frozenset()
+        self._dirs: frozenset[Path] = frozenset()
         self._task: asyncio.Task[None] | None = None
         self._stop: anyio.Event | None = None
         self._lock = anyio.Lock()
@@ -63,22 +67,27 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        await self.set_targets(files=(), trees=())
+        await self.set_targets()
 
-    async def set_targets(self, *, files: object = (), trees: object = ()) -> None:
-        """Replace what is watched; returns once the new watcher is in place."""
-        new_files = frozenset(Path(p) for p in files)  # type: ignore[attr-defined]
-        new_trees = frozenset(Path(p) for p in trees)  # type: ignore[attr-defined]
+    async def set_targets(
+        self,
+        *,
+        files: Iterable[str | os.PathLike[str]] = (),
+        trees: Iterable[str | os.PathLike[str]] = (),
+        dirs: Iterable[str | os.PathLike[str]] = (),
+    ) -> None:
+        """Replace what is watched; returns once the new watcher is in place.
+
+        `files`: single files. `trees`: directories and everything below them. `dirs`:
+        directories and their direct entries only (cheap for huge trees).
+        """
+        new = (frozenset(map(Path, files)), frozenset(map(Path, trees)), frozenset(map(Path, dirs)))
         async with self._lock:
-            if (
-                new_files == self._files
-                and new_trees == self._trees
-                and (self.running or not (new_files or new_trees))
-            ):
+            if new == (self._files, self._trees, self._dirs) and (self.running or not any(new)):
                 return
-            self._files, self._trees = new_files, new_trees
+            self._files, self._trees, self._dirs = new
             await self._stop_watcher()
-            if new_files or new_trees:
+            if any(new):
                 await self._start_watcher()
 
     async def _stop_watcher(self) -> None:
@@ -88,10 +97,8 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
         self._stop.set()
         task, self._task = self._task, None
         task.cancel()
-        try:
+        with suppress(asyncio.CancelledError, Exception):
             await task
-        except (asyncio.CancelledError, Exception):
-            pass
 
     async def _start_watcher(self) -> None:
         self._stop = anyio.Event()
@@ -103,8 +110,10 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
     def _watch_roots(self) -> tuple[list[str], list[str]]:
         """(recursive roots, flat directories) to hand to watchfiles."""
         trees = sorted({str(nearest_existing(t)) for t in self._trees})
-        flat = sorted({str(nearest_existing(f.parent)) for f in self._files} - set(trees))
-        return trees, flat
+        flat_dirs = {nearest_existing(f.parent) for f in self._files} | {
+            nearest_existing(d) for d in self._dirs
+        }
+        return trees, sorted({str(d) for d in flat_dirs} - set(trees))
 
     async def _reconcile(self) -> None:
         """Once the new watches exist: report targets that came or went while none covered them."""
@@ -116,20 +125,21 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
         )
 
     def _present(self) -> set[Path]:
-        return {p for p in self._files | self._trees if p.exists()}
+        return {p for p in self._files | self._trees | self._dirs if p.exists()}
 
     def _interesting(self, path: str) -> bool:
         p = Path(path)
-        if p in self._files:
+        if p in self._files or p in self._dirs or p.parent in self._dirs:
             return True
         return any(p == t or t in p.parents for t in self._trees)
 
     async def _run(self, stop: anyio.Event, ready: anyio.Event) -> None:
         self._last_present = self._present()
+        backoff = MIN_BACKOFF_S
         while not stop.is_set():
             plan = self._watch_roots()
             trees, flat = plan
-            streams = []
+            streams: list[AsyncIterator[ChangeBatch]] = []
             if trees:
                 streams.append(
                     awatch(
@@ -156,23 +166,30 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
                         rust_timeout=PLAN_CHECK_MS,
                     )
                 )
+            started = anyio.current_time()
             await self._pump(streams, ready, plan)
             if not stop.is_set():
-                # A watched directory vanished (or reappeared): report files that are gone, then
-                # watch the nearest existing directories instead (re-planned at the loop's top).
+                # A watched directory vanished (or reappeared): re-plan on the nearest existing
+                # directories. A watcher that keeps failing at once (e.g. the OS limit on
+                # inotify watches) is retried ever more slowly, never in a busy loop.
                 self.restarts += 1
-                await anyio.sleep(0.05)  # back off, so a directory that keeps failing cannot spin
+                quick_failure = anyio.current_time() - started < 1.0
+                backoff = min(backoff * 2, MAX_BACKOFF_S) if quick_failure else MIN_BACKOFF_S
+                if backoff == MAX_BACKOFF_S:
+                    logger.warning("file watching keeps failing; retrying every %.0f s", MAX_BACKOFF_S)
+                with anyio.move_on_after(backoff):
+                    await stop.wait()
 
     async def _pump(
-        self, streams: list[object], ready: anyio.Event, plan: tuple[list[str], list[str]]
+        self, streams: list[AsyncIterator[ChangeBatch]], ready: anyio.Event, plan: tuple[list[str], list[str]]
     ) -> None:
         """Consume every stream until one ends or fails; then the caller re-plans and restarts."""
         async with anyio.create_task_group() as tg:
             pending = len(streams)
 
-            async def consume(stream: object) -> None:
+            async def consume(stream: AsyncIterator[ChangeBatch]) -> None:
                 nonlocal pending
-                iterator = stream.__aiter__()  # type: ignore[attr-defined]
+                iterator = stream.__aiter__()
                 first = asyncio.ensure_future(iterator.__anext__())
                 # One scheduling step runs awatch up to its first blocking wait: by then the OS
                 # watches exist, so a change made after set_targets() returns is never missed.

@@ -186,7 +186,7 @@ class PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
         self,
         host: str,
         port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
+        timeout: float | None = None,
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.AsyncNetworkStream:
@@ -212,7 +212,7 @@ class PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
     async def connect_unix_socket(
         self,
         path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
+        timeout: float | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         raise AccessDenied("Unix sockets are never used for fetching.")

@@ -123,7 +123,8 @@ def read_resource(allowed: AllowedDirectories, path: str) -> tuple[str | bytes, 
         size = os.fstat(fd).st_size
         if size > MAX_RESOURCE_BYTES:
             raise LimitExceeded(
-                f"{display_path(real)} is {size} bytes; resources are served up to {MAX_RESOURCE_BYTES} bytes. "
+                f"{display_path(real)} is {size} bytes; resources are served up to "
+                f"{MAX_RESOURCE_BYTES} bytes. "
                 "Use the read_text_file tool with offset/limit (or head/tail) to page through it"
             )
         with os.fdopen(os.dup(fd), "rb") as handle:

@@ -18,3 +18,8 @@ class FilesystemSettings(ServerSettings):
         True,
         description="Watch subscribed files and the allowed directories to send live change notifications.",
     )
+    watch_max_dirs: int = Field(
+        20_000,
+        ge=0,
+        description="Watch an allowed directory recursively for list changes up to this many subdirectories.",
+    )

@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 from mcp_filesystem import catalog, editing, grep, reading, walking, writing
 from mcp_filesystem.config import FilesystemSettings
 from mcp_filesystem.info import get_file_info as file_info
+from mcp_filesystem.info import guess_mime_type
 from mcp_filesystem.live import LiveFiles, path_to_uri
 
 VERSION = "0.1.0"
@@ -41,7 +42,10 @@ PathArg = Annotated[
 ExcludeArg = Annotated[
     list[str],
     Field(
-        description="Glob patterns to skip, matched against paths relative to `path` (e.g. 'node_modules', '**/*.log')."
+        description=(
+            "Glob patterns to skip, matched against paths relative to `path` "
+            "(e.g. 'node_modules', '**/*.log')."
+        )
     ),
 ]
 
@@ -82,6 +86,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         resource_updated=server.notify_resource_updated,
         list_changed=server.notify_resources_list_changed,
         enabled=settings.watch,
+        max_tree_dirs=settings.watch_max_dirs,
     )
     server.interest.on_change(live.on_interest)
     server.service(lambda: live.watch)
@@ -211,7 +216,10 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         copied = await in_thread(
             writing.copy_file, await scope(ctx), source, destination, overwrite, recursive
         )
-        summary = f"Copied {source} to {destination}: {copied.files} file(s), {copied.directories} directories, {copied.bytes} bytes"
+        summary = (
+            f"Copied {source} to {destination}: {copied.files} file(s), "
+            f"{copied.directories} directories, {copied.bytes} bytes"
+        )
         if copied.skipped:
             summary += "\nSkipped (symbolic links and special files are not copied): " + ", ".join(
                 copied.skipped
@@ -358,7 +366,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
                 name=f.path.name,
                 title=str(f.path),
                 size=f.size,
-                mime_type=catalog.guess_mime_type(f.path),
+                mime_type=guess_mime_type(f.path),
             )
             for f in page
         ]
