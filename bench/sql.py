@@ -206,7 +206,7 @@ def build(args: argparse.Namespace) -> Suite:
             f"data: {db}: {N_TABLES} tables ({N_TABLES - 1} x {SMALL_ROWS} rows + big, {big_rows:,} rows)",
             "ours sends rows twice (a text table + structuredContent); the reference str(list of dicts)",
             "SELECT *: ours returns one page (10,000 / 500 rows, truncated, next_offset), the reference all",
-            f"bytecode cache: {'as inherited' if args.no_pyc else 'on (PYTHONPYCACHEPREFIX=bench/.work/pycache)'}",
+            f"bytecode cache: {'as inherited' if args.no_pyc else 'on (PYTHONPYCACHEPREFIX)'}",
             f"machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}",
         ],
     )

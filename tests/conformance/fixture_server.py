@@ -157,7 +157,7 @@ def _image() -> ImageContent:
 
 
 def build_server(settings: ConformanceSettings) -> BatteriesServer:
-    async def check_subscription(uri: str) -> None:
+    async def check_subscription(session: Any, uri: str) -> None:
         if not uri.startswith("test://"):
             raise InvalidInput(f"only test:// resources can be subscribed to, not {uri}")
 

@@ -250,10 +250,33 @@ async def test_server_answers_other_requests_while_a_long_walk_runs(tmp_path: Pa
     assert progress, "a long walk reports progress"
 
 
-async def test_a_huge_root_is_watched_at_its_top_level_only_and_still_reports_list_changes(root: Path) -> None:
+async def test_a_huge_root_is_watched_at_its_top_level_only_and_still_reports_list_changes(
+    root: Path,
+) -> None:
     server = build_server(FilesystemSettings(directories=[str(root)], watch_max_dirs=1))
     heard = Notifications()
     async with connect(server.mcp, "legacy", message_handler=heard) as client:
         await client.list_tools()  # the connection is now interested in list changes
         (root / "top-level-new.txt").write_text("x")
         await heard.wait_method("notifications/resources/list_changed")
+
+
+async def test_roots_narrow_reads_listing_and_subscriptions(root: Path) -> None:
+    from mcp import MCPError
+    from mcp.types import ListRootsResult, Root
+
+    async def only_src(_: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=(root / "src").as_uri())])
+
+    async with connect(server_for(root), "legacy", list_roots_callback=only_src) as c:
+        assert text(await c.call_tool("list_allowed_directories", {})).endswith(str(root / "src"))
+        refused = await c.call_tool("read_text_file", {"path": str(root / "notes.txt")})
+        assert refused.is_error and str(root / "src") in text(refused)
+        assert not text(
+            await c.call_tool("read_text_file", {"path": str(root / "src/pkg/mod.py")})
+        ).startswith("Access")
+        listed = {r.uri for r in (await c.list_resources()).resources}
+        assert listed == {(root / "src/pkg/mod.py").as_uri()}
+        with pytest.raises(MCPError) as caught:
+            await legacy_subscribe(c, (root / "notes.txt").as_uri())
+        assert caught.value.error.code == -32602

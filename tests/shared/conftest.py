@@ -15,7 +15,7 @@ class DemoSettings(ServerSettings):
 
 
 def build_demo(settings: DemoSettings | None = None) -> BatteriesServer:
-    async def check(uri: str) -> None:
+    async def check(session: object, uri: str) -> None:
         if not uri.startswith("demo://"):
             raise AccessDenied(f"only demo:// URIs can be subscribed to, not {uri}")
 

@@ -52,8 +52,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Lists one page of dynamic resources: (session, cursor) -> (resources, next cursor).
 ResourceLister = Callable[[Any, str | None], Awaitable[tuple[list[Resource], str | None]]]
 
-#: Checks a URI a client asks to subscribe to; raises a BatteriesError to refuse it.
-SubscriptionCheck = Callable[[str], Awaitable[None]]
+#: Checks a URI a client (its session) asks to subscribe to; raises a BatteriesError to refuse it.
+SubscriptionCheck = Callable[[Any, str], Awaitable[None]]
 
 
 #: Reads a resource by URI for a session: -> (text or bytes, MIME type).
@@ -286,11 +286,11 @@ class BatteriesServer:
                 await self.notifier.track(connection)
         return await call_next(ctx)
 
-    async def _checked(self, uri: str) -> None:
+    async def _checked(self, session: Any, uri: str) -> None:
         if self._check_subscription is None:
             raise MCPError(INVALID_PARAMS, "this server has no subscribable resources")
         try:
-            await self._check_subscription(uri)
+            await self._check_subscription(session, uri)
         except BatteriesError as exc:
             raise MCPError(INVALID_PARAMS, f"cannot subscribe to {uri}: {exc}", data={"uri": uri}) from exc
 
@@ -304,7 +304,7 @@ class BatteriesServer:
                 "resources/subscribe needs a connection that can carry notifications "
                 "(stdio or stateful HTTP); this one is stateless",
             )
-        await self._checked(params.uri)
+        await self._checked(ctx.session, params.uri)
         await self.notifier.subscribe(connection, params.uri)
         return EmptyResult()
 
@@ -326,7 +326,7 @@ class BatteriesServer:
         wanted = params.notifications
         uris = list(dict.fromkeys(wanted.resource_subscriptions or ()))
         for uri in uris:
-            await self._checked(uri)
+            await self._checked(ctx.session, uri)
         keys = uris + ([RESOURCE_LIST] if wanted.resources_list_changed else [])
         await self.interest.add(keys)
         try:

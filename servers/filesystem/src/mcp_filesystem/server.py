@@ -63,8 +63,9 @@ class Edit(BaseModel):
 def build_server(settings: FilesystemSettings) -> BatteriesServer:
     allowed = AllowedDirectories(settings.directories)
 
-    async def check_subscription(uri: str) -> None:
-        resolve_path(file_uri_to_path(uri), allowed, must_exist=False)
+    async def check_subscription(session: Any, uri: str) -> None:
+        # The client's own scope: a client whose roots narrow access cannot watch beyond them.
+        resolve_path(file_uri_to_path(uri), await roots.effective(session), must_exist=False)
 
     server = BatteriesServer(
         "mcp-filesystem",

@@ -68,7 +68,7 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
             raise NotFound(f"no database named {name!r}; configured: {', '.join(open_dbs)}")
         return db
 
-    async def check_subscription(uri: str) -> None:
+    async def check_subscription(session: Any, uri: str) -> None:
         parsed = parse_uri(uri)
         if parsed is None:
             raise InvalidInput(
