@@ -159,3 +159,24 @@ async def test_interest_is_forgotten_when_clients_disconnect() -> None:
     ):
         assert "demo://item/z" in server.interest
     assert server.interest.keys() == frozenset()
+
+
+async def test_services_open_once_for_overlapping_clients_and_close_after_the_last() -> None:
+    from contextlib import asynccontextmanager
+
+    server = build_demo()
+    events: list[str] = []
+
+    @asynccontextmanager
+    async def pool():  # type: ignore[no-untyped-def]
+        events.append("open")
+        yield
+        events.append("close")
+
+    server.service(pool)
+    async with connect(server.mcp, "legacy") as first:
+        async with connect(server.mcp, "modern") as second:
+            await second.list_tools()
+        await first.list_tools()
+        assert events == ["open"]
+    assert events == ["open", "close"]

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, TypeVar, cast
 
+import anyio
 from mcp.server import MCPServer, ServerRequestContext
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context
@@ -127,6 +128,9 @@ class BatteriesServer:
         self.bus = InMemorySubscriptionBus()
         self.notifier = Notifier(self.bus, self.interest)
         self._services: list[Callable[[], AbstractAsyncContextManager[Any]]] = []
+        self._service_stack: AsyncExitStack | None = None
+        self._lifespan_users = 0
+        self._lifespan_lock = anyio.Lock()
         self._declared_tools: list[str] = []
         self._check_subscription = subscriptions
         self.mcp = _Server(
@@ -243,7 +247,12 @@ class BatteriesServer:
         sdk.add_request_handler(self.mcp, "resources/list", PaginatedRequestParams, handler)
 
     def service(self, factory: Callable[[], AbstractAsyncContextManager[Any]]) -> None:
-        """Run an async context (a pool, a watcher) for as long as the server runs."""
+        """Run an async context (a pool, a watcher) for as long as the server runs.
+
+        Entered once, in registration order, before the first request; exited in reverse order
+        after the last connection closes. Services must not hold task groups across that span
+        (start loop-level tasks instead): entry and exit may happen in different tasks.
+        """
         self._services.append(factory)
 
     def check_tool_lists(self) -> None:
@@ -259,10 +268,29 @@ class BatteriesServer:
 
     @asynccontextmanager
     async def _lifespan(self, _: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
-        async with AsyncExitStack() as stack:
-            for factory in self._services:
-                await stack.enter_async_context(factory())
+        # The SDK enters the lifespan once per stdio process or HTTP app, but once per connection
+        # for in-process clients; services (pools, watchers, HTTP clients) are process-wide, so
+        # the first entry opens them and the last exit closes them.
+        async with self._lifespan_lock:
+            if self._lifespan_users == 0:
+                stack = AsyncExitStack()
+                try:
+                    for factory in self._services:
+                        await stack.enter_async_context(factory())
+                except BaseException:
+                    await stack.aclose()
+                    raise
+                self._service_stack = stack
+            self._lifespan_users += 1
+        try:
             yield {}
+        finally:
+            with anyio.CancelScope(shield=True):
+                async with self._lifespan_lock:
+                    self._lifespan_users -= 1
+                    if self._lifespan_users == 0 and self._service_stack is not None:
+                        stack, self._service_stack = self._service_stack, None
+                        await stack.aclose()
 
     # -- notifications (the one API server code uses) ------------------------------------------
     async def notify_resource_updated(self, uri: str) -> None:

@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Literal
 
-import anyio
 from mcp.types import ImageContent, TextContent
 from mcp_batteries.app import BatteriesServer
 from mcp_batteries.errors import BatteriesError
@@ -32,15 +31,12 @@ unless the operator allowed them, and robots.txt is honoured."""
 PROMPT_MAX_LENGTH = 200_000
 
 
-class _SharedFetcher:
-    """One Fetcher while the server runs. The lifespan may be entered more than once (e.g. one
-    in-process client each), possibly overlapping: the first entry opens it, the last exit closes it."""
+class _FetcherService:
+    """One Fetcher (one connection pool) for as long as the server runs."""
 
     def __init__(self, settings: FetchSettings) -> None:
         self._settings = settings
         self._fetcher: Fetcher | None = None
-        self._users = 0
-        self._lock = anyio.Lock()
 
     @property
     def fetcher(self) -> Fetcher:
@@ -50,19 +46,12 @@ class _SharedFetcher:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Fetcher]:
-        async with self._lock:
-            if self._fetcher is None:
-                self._fetcher = Fetcher(self._settings)
-            self._users += 1
+        self._fetcher = Fetcher(self._settings)
         try:
             yield self._fetcher
         finally:
-            async with self._lock:
-                self._users -= 1
-                if self._users == 0 and self._fetcher is not None:
-                    fetcher, self._fetcher = self._fetcher, None
-                    with anyio.CancelScope(shield=True):
-                        await fetcher.aclose()
+            fetcher, self._fetcher = self._fetcher, None
+            await fetcher.aclose()
 
 
 def render(result: FetchResult) -> str:
@@ -110,7 +99,7 @@ def build_server(settings: FetchServerSettings) -> BatteriesServer:
         title="Fetch",
         instructions=INSTRUCTIONS,
     )
-    shared = _SharedFetcher(fetch_settings(settings))
+    shared = _FetcherService(fetch_settings(settings))
     server.service(shared.running)
 
     async def fetch(

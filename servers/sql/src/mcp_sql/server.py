@@ -49,7 +49,6 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
     specs = parse_database_specs([*settings.databases, *settings.db])
     writes = settings.writes_enabled
     open_dbs: dict[str, Database] = {}
-    users = 0
 
     def databases() -> dict[str, Database]:
         return open_dbs
@@ -93,29 +92,18 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
 
     @asynccontextmanager
     async def open_all() -> AsyncIterator[None]:
-        # The lifespan runs once per session in-process (and once per process otherwise): open on
-        # the first entry, close on the last exit.
-        nonlocal users
-        users += 1
         try:
-            if users == 1:
-                try:
-                    for name, url in specs.items():
-                        db = await open_database(
-                            name, url, allow_write=writes,
-                            statement_timeout_s=settings.statement_timeout, max_rows=settings.max_rows,
-                        )  # fmt: skip
-                        open_dbs[name] = db
-                        for note in db.safety_notes:
-                            logger.info("%s: %s", name, note)
-                except BaseException:
-                    await close_all()
-                    raise
+            for name, url in specs.items():
+                db = await open_database(
+                    name, url, allow_write=writes,
+                    statement_timeout_s=settings.statement_timeout, max_rows=settings.max_rows,
+                )  # fmt: skip
+                open_dbs[name] = db
+                for note in db.safety_notes:
+                    logger.info("%s: %s", name, note)
             yield
         finally:
-            users -= 1
-            if users == 0:
-                await close_all()
+            await close_all()
 
     async def close_all() -> None:
         dbs = list(open_dbs.values())
