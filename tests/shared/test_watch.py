@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -171,5 +172,5 @@ async def test_a_watcher_that_cannot_start_is_retried_with_backoff_not_in_a_busy
     with anyio.fail_after(10):
         await enough.wait()
     await watch.set_targets()
-    gaps = [b - a for a, b in zip(attempts, attempts[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(attempts)]
     assert gaps[-1] > gaps[0] * 4  # each quick failure doubles the wait
