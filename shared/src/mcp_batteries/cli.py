@@ -2,7 +2,7 @@
 
 Flags are generated from the settings model, so a field added to a server's settings class is
 a flag, an environment variable and a TOML key at once. A field marked
-`json_schema_extra={"positional": True}` takes the positional arguments (e.g. directories).
+`json_schema_extra={"positional": True, "metavar": "DIR"}` takes the positional arguments.
 """
 
 from __future__ import annotations
@@ -89,7 +89,9 @@ def _add_argument(parser: argparse.ArgumentParser, name: str, info: FieldInfo, *
     help_text = info.description or ""
     annotation = info.annotation
     if positional:
-        parser.add_argument(name, nargs="*", help=help_text, metavar=name.rstrip("s").upper())
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        metavar = str(extra.get("metavar") or name.upper())
+        parser.add_argument(name, nargs="*", help=help_text, metavar=metavar)
     elif _is_bool(annotation):
         parser.add_argument(_flag(name), dest=name, action=argparse.BooleanOptionalAction, help=help_text)
     elif _is_list(annotation):

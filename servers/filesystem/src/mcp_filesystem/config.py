@@ -12,7 +12,7 @@ class FilesystemSettings(ServerSettings):
     directories: NameList = Field(
         default_factory=lambda: ["."],
         description="Directories the server may read and write (default: the current directory).",
-        json_schema_extra={"positional": True},
+        json_schema_extra={"positional": True, "metavar": "DIR"},
     )
     watch: bool = Field(
         True,

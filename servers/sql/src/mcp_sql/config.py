@@ -15,7 +15,7 @@ class SqlSettings(ServerSettings):
             "Databases: postgresql://user@host/db, sqlite:///file.db, a file path, or name=URL "
             "(default: an embedded SQLite file)."
         ),
-        json_schema_extra={"positional": True},
+        json_schema_extra={"positional": True, "metavar": "DATABASE"},
     )
     db: NameList = Field(
         default_factory=list,
