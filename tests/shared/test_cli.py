@@ -82,3 +82,17 @@ def test_a_real_server_rejects_bad_config_without_traceback(tmp_path: Path) -> N
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.strip().count("\n") == 0 and "does not exist" in done.stderr
+
+
+def test_a_service_that_cannot_start_is_one_line_and_exit_2_not_a_traceback() -> None:
+    initialize = (
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+        '"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+    )
+    done = subprocess.run(
+        [script_path("mcp-sql"), "postgresql://nobody@127.0.0.1:9/nowhere"],
+        input=initialize, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "cannot connect to postgresql://nobody@127.0.0.1:9/nowhere" in done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.strip().count("\n") == 0

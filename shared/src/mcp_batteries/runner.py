@@ -32,3 +32,17 @@ def main(
         run(server, script=prog)
     except ConfigError as exc:
         fail(str(exc), prog=prog)
+    except BaseExceptionGroup as group:
+        # A service that cannot start (a database that refuses connections) fails inside the
+        # lifespan's task group: still one line for the person, not a traceback.
+        config_errors, _ = group.split(ConfigError)
+        if config_errors is None:
+            raise
+        fail(str(_first_leaf(config_errors)), prog=prog)
+
+
+def _first_leaf(group: BaseExceptionGroup[ConfigError]) -> BaseException:
+    first: BaseException = group
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return first
