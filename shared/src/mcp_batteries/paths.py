@@ -82,8 +82,11 @@ def display_path(path: str | os.PathLike[str]) -> str:
 
 
 def _is_within(path: Path, root: Path) -> bool:
-    # Component-wise comparison: /data2 and /data-evil are NOT inside /data.
-    return path == root or root in path.parents
+    # Component-wise: /data2 and /data-evil are NOT inside /data. Both are absolute and
+    # normalised, so comparing strings at a separator boundary is exact (and far cheaper than
+    # building `path.parents` on every check).
+    p, r = str(path), str(root)
+    return p == r or p.startswith(r.rstrip("/") + "/")
 
 
 def file_uri_to_path(uri: str) -> str:
