@@ -11,7 +11,7 @@ import anyio
 import pytest
 from mcp.types import ImageContent, TextContent
 from mcp_batteries.testing import ERAS, Era, connect, connect_http, http_server, stdio_params
-from mcp_fetch import client as client_module
+from mcp_fetch import extract as extract_module
 from mcp_fetch.config import FetchServerSettings
 from mcp_fetch.server import build_server
 
@@ -170,14 +170,14 @@ async def test_other_requests_are_answered_while_a_page_converts(
     site.serve("/big", f"<html><head><title>Big</title></head><body><main>{paragraphs}</main></body></html>")
     converting = threading.Event()
     release = threading.Event()
-    real_convert = client_module.convert_html
+    real_convert = extract_module.convert_html
 
     def gated_convert(*args: Any, **kwargs: Any) -> Any:
         converting.set()
         release.wait(10)  # held until the test has had its other request answered
         return real_convert(*args, **kwargs)
 
-    monkeypatch.setattr(client_module, "convert_html", gated_convert)
+    monkeypatch.setattr(extract_module, "convert_html", gated_convert)
     done = anyio.Event()
     results: list[Any] = []
 
