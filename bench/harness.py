@@ -82,6 +82,19 @@ class ServerSpec:
         return None if shutil.which(exe, path=path) else f"not on PATH: {exe}"
 
 
+def server_environment(env: dict[str, str] | None) -> dict[str, str]:
+    """The environment a server starts with: bytecode caching on, as on a user's machine.
+
+    With PYTHONDONTWRITEBYTECODE set (as in this sandbox) every start of a Python server compiles
+    hundreds of modules from source, which no real installation does (uv and pip compile or cache
+    bytecode). Bytecode goes to bench/.work/pycache, never into the measured installations.
+    """
+    base = dict(os.environ if env is None else env)
+    base.pop("PYTHONDONTWRITEBYTECODE", None)
+    base.setdefault("PYTHONPYCACHEPREFIX", str(BENCH_DIR / ".work" / "pycache"))
+    return base
+
+
 _HEAD_ID = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+)')
 _TAIL_ID = re.compile(rb',\s*"id"\s*:\s*(-?\d+)\s*\}\s*$')
 
@@ -182,7 +195,7 @@ class McpClient:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=log,
-                env=spec.env,
+                env=server_environment(spec.env),
                 cwd=spec.cwd,
                 limit=READ_CHUNK,  # only affects the transport's pause threshold; we never readline
             )
