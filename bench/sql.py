@@ -130,30 +130,18 @@ def q(name: str, sql: str, **kw: object) -> Workload:
     return tool(name, "query", {"sql": sql}, overrides={"anchor": anchor}, **kw)  # type: ignore[arg-type]
 
 
-def server_env() -> dict[str, str]:
-    """The environment minus PYTHONDONTWRITEBYTECODE: with it set (as in this sandbox) every start
-    compiles ~400 modules from source (+~1 s on both sides), so the unrecorded first start could not
-    warm the bytecode cache. The bytecode goes to bench/.work/pycache, not into the venvs."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    return env | {"PYTHONPYCACHEPREFIX": str(BENCH_DIR / ".work" / "pycache")}
-
-
 def build(args: argparse.Namespace) -> Suite:
     big_rows = 10_000 if args.quick else 100_000
     db = make_database(BENCH_DIR / ".work" / "sql", big_rows)
     ours = [*args.ours_cmd.split(), f"sqlite:///{db}"]
-    env = None if args.no_pyc else server_env()
     servers = [
-        ServerSpec(
-            "ours", [*ours, "--max-rows", "10000"], label=f"{args.ours_cmd} --max-rows 10000", env=env
-        ),
+        ServerSpec("ours", [*ours, "--max-rows", "10000"], label=f"{args.ours_cmd} --max-rows 10000"),
         ServerSpec(
             "anchor",
             [anchor_path("sqlite", "bin", "mcp-server-sqlite"), "--db-path", str(db)],
-            env=env,
             label="archived reference mcp-server-sqlite (mcp<2)",
         ),
-        ServerSpec("ours-500", ours, label=f"{args.ours_cmd} (default --max-rows 500)", env=env),
+        ServerSpec("ours-500", ours, label=f"{args.ours_cmd} (default --max-rows 500)"),
     ]
     select_10k = "SELECT * FROM big WHERE id <= 10000"
     describe = {"anchor": ("tools/call", {"name": "describe_table", "arguments": {"table_name": "big"}})}
@@ -206,7 +194,7 @@ def build(args: argparse.Namespace) -> Suite:
             f"data: {db}: {N_TABLES} tables ({N_TABLES - 1} x {SMALL_ROWS} rows + big, {big_rows:,} rows)",
             "ours sends rows twice (a text table + structuredContent); the reference str(list of dicts)",
             "SELECT *: ours returns one page (10,000 / 500 rows, truncated, next_offset), the reference all",
-            f"bytecode cache: {'as inherited' if args.no_pyc else 'on (PYTHONPYCACHEPREFIX)'}",
+            "bytecode cache: on for every server (harness.server_environment)",
             f"machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}",
         ],
     )
@@ -218,9 +206,6 @@ def main() -> None:
         "--ours-cmd", default=venv_script("mcp-sql"), help="command for our server, without the URL"
     )
     parser.add_argument("--slow-n", type=int, default=4_000_000, help="rows the slow recursive CTE counts to")
-    parser.add_argument(
-        "--no-pyc", action="store_true", help="inherit the environment as is (keep PYTHONDONTWRITEBYTECODE)"
-    )
     run_cli(build, parser)
 
 

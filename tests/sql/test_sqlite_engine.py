@@ -116,6 +116,38 @@ async def test_describe_table_reports_columns_keys_indexes_and_checks(sqlite_rw:
     assert "CREATE TABLE orders" in desc.ddl and "CREATE UNIQUE INDEX orders_note" in desc.ddl
 
 
+async def test_describe_table_index_columns_in_order_and_statistics_of_that_table(
+    sqlite_rw: Database,
+) -> None:
+    await sqlite_rw.execute(
+        [
+            "CREATE TABLE m (a INTEGER, b TEXT, c TEXT UNIQUE)",
+            "CREATE INDEX m_ba ON m(b, a)",
+            "CREATE INDEX m_expr ON m(a + 1, b)",
+            "INSERT INTO m VALUES (1, 'x', 'p'), (2, 'y', 'q')",
+            "ANALYZE m",
+        ],
+        None,
+        transaction=True,
+    )
+    desc = await sqlite_rw.describe_table("m")
+    assert [(i.name, i.columns, i.unique, i.definition is not None) for i in desc.indexes] == [
+        ("m_ba", ["b", "a"], False, True),
+        ("m_expr", ["<expression>", "b"], False, True),
+        ("sqlite_autoindex_m_1", ["c"], True, False),
+    ]
+    assert desc.row_estimate == 2  # from sqlite_stat1, this table's rows only
+    assert desc.checks == []  # no CHECK in the statement: not parsed
+    assert desc.ddl.splitlines()[1:] == [
+        "CREATE INDEX m_ba ON m(b, a);",
+        "CREATE INDEX m_expr ON m(a + 1, b);",
+        "-- about 2 rows",
+    ]
+    # t has no statistics of its own: it is counted.
+    t = await sqlite_rw.describe_table("t")
+    assert t.row_estimate == 3
+
+
 async def test_describe_unknown_table_lists_existing_tables(sqlite_ro: Database) -> None:
     with pytest.raises(NotFound, match="tables: t"):
         await sqlite_ro.describe_table("missing")

@@ -7,6 +7,7 @@ by uvicorn with DNS-rebinding protection always on (the SDK silently turns it of
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -170,6 +171,20 @@ async def serve_http(
         tg.cancel_scope.cancel()
 
 
+def tune_gc() -> None:
+    """Keep the cyclic garbage collector from dominating big responses, once start-up is over.
+
+    A large result (10,000 rows, a long listing) allocates tens of thousands of containers that
+    hold no cycles; at the default threshold (700) collection after collection scans them, and
+    full collections re-scan every module and model loaded at start-up too (measured: ~50 ms of
+    a ~130 ms query). Start-up objects live as long as the process, so they are frozen out of
+    the collector (reference counting still frees them), and young collections run after 50,000
+    net allocations rather than 700.
+    """
+    gc.freeze()
+    gc.set_threshold(50_000)
+
+
 def _exit_cleanly(signum: int, frame: object) -> None:
     """Runs after uvicorn has drained: returning lets `serve()` finish, so the exit status is 0."""
 
@@ -178,6 +193,7 @@ def run(server: BatteriesServer, *, script: str) -> None:
     """Serve until the client hangs up or a signal arrives. Configuration errors raise ConfigError."""
     configure_logging(server.settings.log_level)
     server.check_tool_lists()
+    tune_gc()
     try:
         if server.settings.transport == "http":
             app = build_http_app(server)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SkipValidation
 
 TableKind = Literal[
     "table", "partitioned table", "view", "materialized view", "foreign table", "virtual table"
@@ -28,7 +28,10 @@ class ColumnMeta(_Frozen):
 
 class QueryResult(_Frozen):
     columns: list[ColumnMeta]
-    rows: list[list[Any]]
+    # Not validated (the JSON schema is unchanged): the engines build the rows from values.py, and
+    # checking up to max_rows x columns cells of Any (which the SDK also does on every structured
+    # result) only copies them.
+    rows: SkipValidation[list[list[Any]]]
     row_count: int
     """Rows in this page (len(rows))."""
     offset: int
@@ -36,6 +39,11 @@ class QueryResult(_Frozen):
     """True when more rows exist after this page."""
     next_offset: int | None
     """Pass as `offset` to fetch the next page; None when this page is the last one."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The same as model_dump(mode="json") without walking the rows: they are JSON-safe already."""
+        data = self.model_dump(mode="json", exclude={"rows"})
+        return {name: self.rows if name == "rows" else data[name] for name in type(self).model_fields}
 
 
 class StatementResult(_Frozen):

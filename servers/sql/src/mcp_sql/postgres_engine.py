@@ -68,7 +68,7 @@ from mcp_sql.params import split_statement_params
 from mcp_sql.pg_errors import map_pg_error
 from mcp_sql.pg_params import coerce_params
 from mcp_sql.sqlite_engine import EXECUTE_DISABLED
-from mcp_sql.values import to_json_value
+from mcp_sql.values import rows_to_json
 
 _KINDS: dict[str, TableKind] = {
     "r": "table", "p": "partitioned table", "v": "view", "m": "materialized view", "f": "foreign table",
@@ -323,9 +323,10 @@ class PostgresDatabase:
                 raise self._map(exc, statement.sql) from exc
         truncated = len(rows) > limit
         rows = rows[:limit]
-        return QueryResult(
+        # model_construct: the rows were just made JSON-safe here; re-validating them costs a copy.
+        return QueryResult.model_construct(
             columns=[ColumnMeta(name=a.name, type=_type_name(a.type)) for a in attributes],
-            rows=[[to_json_value(v) for v in r.values()] for r in rows],
+            rows=rows_to_json(rows),
             row_count=len(rows),
             offset=offset,
             truncated=truncated,
@@ -393,7 +394,7 @@ class PostgresDatabase:
             result = result.model_copy(
                 update={
                     "columns": [ColumnMeta(name=a.name, type=_type_name(a.type)) for a in attributes],
-                    "rows": [[to_json_value(v) for v in r.values()] for r in rows[: self.max_rows]],
+                    "rows": rows_to_json(rows[: self.max_rows]),
                     "rows_truncated": len(rows) > self.max_rows,
                 }
             )

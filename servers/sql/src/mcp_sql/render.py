@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from mcp_sql.models import QueryResult, TableDescription
 
 _ELLIPSIS = "…"
+_NULL = "NULL"
+_NoneType = type(None)
+_TEXT_OR_NULL = frozenset({str, _NoneType})
+_NUMBER_OR_NULL = frozenset({int, float, _NoneType})
+# One encoder for every cell: json.dumps with options builds a new JSONEncoder per call.
+_json_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def cell_text(value: Any) -> str:
     if value is None:
-        return "NULL"
+        return _NULL
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict | list):
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    else:
-        text = str(value)
+        return _json_text(value)  # JSON escapes line breaks and tabs itself
+    return _escape(str(value))
+
+
+def _escape(text: str) -> str:
     # One row per line: embedded line breaks and tabs would break the table's alignment.
     return text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
 
@@ -27,20 +36,57 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + _ELLIPSIS
 
 
+def _column_text(column: Sequence[Any], max_width: int) -> tuple[Sequence[Any], int]:
+    """A column's cells for the row format (see text_table), and the width of the widest one.
+
+    Cells are cell_text, clipped to max_width, except that plain ints stay ints: "%s" turns them into
+    the same text. Tables are built column by column because a column's values share a type: text
+    and number columns (the common case) need no call per cell, and only cells too long are clipped.
+    """
+    kinds = set(map(type, column))
+    if kinds == {int}:
+        # The widest int is the largest or the smallest one: no str() per cell to find the width.
+        width = max(len(str(min(column))), len(str(max(column))))
+        if width <= max_width:
+            return column, width
+        texts: Sequence[str] = list(map(str, column))
+    elif kinds <= _TEXT_OR_NULL:
+        texts = [_NULL if v is None else v for v in column] if _NoneType in kinds else column
+        # One scan of the joined column finds out whether any cell needs escaping at all.
+        joined = "".join(texts)
+        if "\n" in joined or "\r" in joined or "\t" in joined:
+            texts = list(map(_escape, texts))
+    elif kinds <= _NUMBER_OR_NULL:  # digits need no escaping
+        texts = (
+            list(map(str, column))
+            if _NoneType not in kinds
+            else [_NULL if v is None else str(v) for v in column]
+        )
+    else:
+        texts = [_NULL if v is None else cell_text(v) for v in column]
+    width = max(map(len, texts), default=0)
+    if width > max_width:
+        texts = [_clip(t, max_width) for t in texts]
+        width = max(map(len, texts))
+    return texts, width
+
+
 def text_table(result: QueryResult, *, max_width: int = 60) -> str:
     """Rows as an aligned plain-text table; cells longer than max_width are cut with "…".
 
     The footer tells the reader how many rows were shown and how to fetch the next page.
     """
     headers = [_clip(c.name, max_width) for c in result.columns]
-    body = [[_clip(cell_text(v), max_width) for v in row] for row in result.rows]
     if not headers:
         return _footer(result)
-    widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(headers)]
-    lines = [" | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    lines.append("-+-".join("-" * w for w in widths))
-    for row in body:
-        lines.append(" | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    columns = list(zip(*result.rows, strict=True)) or [()] * len(headers)
+    cells, cell_widths = zip(*(_column_text(col, max_width) for col in columns), strict=True)
+    widths = [max(len(h), w) for h, w in zip(headers, cell_widths, strict=True)]
+    # One %-format pads a whole row in C (%-Ns is str.ljust for str, str(n).ljust for an int n);
+    # rstrip drops the last column's padding.
+    row_format = " | ".join(f"%-{w}s" for w in widths)
+    lines = [(row_format % tuple(headers)).rstrip(), "-+-".join("-" * w for w in widths)]
+    lines += [(row_format % row).rstrip() for row in zip(*cells, strict=True)]
     lines.append(_footer(result))
     return "\n".join(lines)
 

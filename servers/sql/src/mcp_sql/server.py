@@ -149,7 +149,7 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
         )
         return CallToolResult(
             content=[TextContent(type="text", text=text_table(result))],
-            structured_content=result.model_dump(mode="json"),
+            structured_content=result.to_json(),
         )
 
     if writes:

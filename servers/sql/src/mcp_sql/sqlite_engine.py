@@ -13,6 +13,7 @@ load_extension and file-redirecting pragmas; reads keep using the read-only conn
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sqlite3
 import time
@@ -54,11 +55,12 @@ from mcp_sql.models import (
 )
 from mcp_sql.params import json_text_param, split_statement_params
 from mcp_sql.sqlite_auth import Authorizer
-from mcp_sql.values import sqlite_type_name, to_json_value
+from mcp_sql.values import rows_to_json, sqlite_type_name
 
 COUNT_CAP = 100_000
 _SKIP_CHUNK = 1000
 _PROGRESS_STEPS = 1000
+_STAT1_PRESENT = "SELECT 1 FROM sqlite_master WHERE type='table' AND name='sqlite_stat1'"
 EXECUTE_DISABLED = (
     "execute is disabled: the server is read-only; start it with --allow-write to run "
     "INSERT/UPDATE/DELETE/DDL"
@@ -190,9 +192,10 @@ class SQLiteDatabase:
         for i, d in enumerate(description):
             sample = next((r[i] for r in rows if r[i] is not None), None)
             columns.append(ColumnMeta(name=d[0], type=sqlite_type_name(sample)))
-        return QueryResult(
+        # model_construct: the rows were just made JSON-safe here; re-validating them costs a copy.
+        return QueryResult.model_construct(
             columns=columns,
-            rows=[[to_json_value(v) for v in r] for r in rows],
+            rows=rows_to_json(rows),
             row_count=len(rows),
             offset=offset,
             truncated=truncated,
@@ -257,7 +260,7 @@ class SQLiteDatabase:
             result = result.model_copy(
                 update={
                     "columns": [ColumnMeta(name=d[0], type=None) for d in description],
-                    "rows": [[to_json_value(v) for v in r] for r in rows[: self.max_rows]],
+                    "rows": rows_to_json(rows[: self.max_rows]),
                     "rows_truncated": len(rows) > self.max_rows,
                 }
             )
@@ -293,10 +296,8 @@ class SQLiteDatabase:
         c = self._reader
         async with c.statement() as conn, c.internal():
             try:
-                cursor = await conn.execute(sql, tuple(params))
-                rows = list(await cursor.fetchall())
-                await cursor.close()
-                return rows
+                # One trip to aiosqlite's thread (execute + fetchall + close), not three.
+                return list(await conn.execute_fetchall(sql, tuple(params)))
             except sqlite3.Error as exc:
                 raise _map_error(exc, c) from exc
 
@@ -333,12 +334,17 @@ class SQLiteDatabase:
             )
         return tables
 
-    async def _stat1(self) -> dict[str, int]:
-        present = await self._meta("SELECT 1 FROM sqlite_master WHERE type='table' AND name='sqlite_stat1'")
+    async def _stat1(self, table: str | None = None) -> dict[str, int]:
+        """Row counts that ANALYZE recorded, of every table or only of `table`."""
+        present = await self._meta(_STAT1_PRESENT)
         if not present:
             return {}
+        if table is None:
+            rows = await self._meta("SELECT tbl, stat FROM sqlite_stat1")
+        else:
+            rows = await self._meta("SELECT tbl, stat FROM sqlite_stat1 WHERE tbl = ?", [table])
         stats: dict[str, int] = {}
-        for tbl, stat in await self._meta("SELECT tbl, stat FROM sqlite_stat1"):
+        for tbl, stat in rows:
             head = str(stat or "").split(" ", 1)[0]
             if head.isdigit():
                 stats[str(tbl)] = max(stats.get(str(tbl), 0), int(head))
@@ -406,26 +412,23 @@ class SQLiteDatabase:
             fk.columns.append(col)
             fk.ref_columns.append(ref_col if ref_col is not None else "(primary key)")
             fks[fid] = fk
-        indexes = []
-        for idx_name, unique, origin in await self._meta(
-            'SELECT name, "unique", origin FROM pragma_index_list(?) ORDER BY name', [name]
-        ):
-            idx_cols = await self._meta(
-                "SELECT name FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno", [idx_name]
-            )
-            definition = await self._meta(
-                "SELECT sql FROM sqlite_master WHERE type='index' AND name = ?", [idx_name]
-            )
-            indexes.append(
-                IndexInfo(
-                    name=idx_name,
-                    columns=[c[0] if c[0] is not None else "<expression>" for c in idx_cols],
-                    unique=bool(unique),
-                    primary=origin == "pk",
-                    definition=definition[0][0] if definition and definition[0][0] else None,
-                )
-            )
-        estimate, _ = await self._estimate(name, kind, await self._stat1())
+        # One query for every index: its flags, its CREATE statement and its key columns in order.
+        idx_rows = await self._meta(
+            'SELECT il.name, il."unique", il.origin, m.sql, x.name FROM pragma_index_list(?) AS il '
+            "JOIN pragma_index_xinfo(il.name) AS x ON x.key = 1 "
+            "LEFT JOIN sqlite_master AS m ON m.type = 'index' AND m.name = il.name "
+            "ORDER BY il.name, x.seqno",
+            [name],
+        )
+        indexes: dict[str, IndexInfo] = {}
+        for idx_name, unique, origin, definition, col in idx_rows:
+            idx = indexes.get(idx_name) or IndexInfo(
+                name=idx_name, columns=[], unique=bool(unique), primary=origin == "pk",
+                definition=definition or None,
+            )  # fmt: skip
+            idx.columns.append(col if col is not None else "<expression>")
+            indexes[idx_name] = idx
+        estimate, _ = await self._estimate(name, kind, await self._stat1(name))
         desc = TableDescription(
             schema_name="main",
             name=name,
@@ -434,14 +437,14 @@ class SQLiteDatabase:
             columns=columns,
             primary_key=primary_key,
             foreign_keys=list(fks.values()),
-            indexes=indexes,
-            checks=_checks(create_sql) if raw_kind == "table" else [],
+            indexes=list(indexes.values()),
+            checks=list(_checks(create_sql)) if raw_kind == "table" else [],
             row_estimate=estimate,
             view_definition=create_sql if raw_kind == "view" else None,
         )
         # SQLite keeps the original CREATE statements: the exact DDL beats any reconstruction.
         parts = [create_sql.rstrip(";") + ";"] if create_sql else [render.table_ddl(desc, dialect="sqlite")]
-        parts += [i.definition.rstrip(";") + ";" for i in indexes if i.definition]
+        parts += [i.definition.rstrip(";") + ";" for i in indexes.values() if i.definition]
         if estimate is not None:
             parts.append(f"-- about {estimate} rows")
         return desc.model_copy(update={"ddl": "\n".join(parts)})
@@ -530,19 +533,25 @@ def _command_tag(sql: str) -> str:
     return first
 
 
-def _checks(create_sql: str | None) -> list[CheckConstraint]:
-    if not create_sql:
-        return []
+@functools.lru_cache(maxsize=256)
+def _checks(create_sql: str | None) -> tuple[CheckConstraint, ...]:
+    """CHECK constraints of a CREATE TABLE statement (SQLite has no catalog of them).
+
+    Parsing is the slowest part of describe_table, so tables without the word are not parsed, and
+    results are cached by statement text: the same text always has the same checks.
+    """
+    if not create_sql or "check" not in create_sql.lower():
+        return ()
     try:
         tree = sqlglot.parse_one(create_sql, read="sqlite")
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
-        return []
+        return ()
     checks = []
     for node in tree.find_all(exp.CheckColumnConstraint):
         parent = node.parent
         name = parent.name if isinstance(parent, exp.Constraint) else None
         checks.append(CheckConstraint(name=name or None, expression=node.sql("sqlite")))
-    return checks
+    return tuple(checks)
 
 
 def _map_error(exc: sqlite3.Error, c: _Conn) -> BatteriesError:

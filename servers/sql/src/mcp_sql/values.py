@@ -25,7 +25,7 @@ import datetime as dt
 import ipaddress
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -34,15 +34,84 @@ def b64(data: bytes) -> dict[str, str]:
     return {"$base64": base64.b64encode(data).decode("ascii")}
 
 
+#: Types that are already JSON-safe and go out unchanged (exact types: subclasses take the slow path).
+_AS_IS: frozenset[type] = frozenset({type(None), bool, int, str})
+
+
+def _float(value: float) -> float | str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+def _isoformat(value: dt.date | dt.time) -> str:
+    return value.isoformat()
+
+
+def _bytes(value: bytes | bytearray | memoryview) -> dict[str, str]:
+    return b64(bytes(value))
+
+
+# Exact-type dispatch for the common driver types: one dict lookup instead of a chain of isinstance
+# checks per cell. Anything not listed (subclasses, asyncpg's own types) falls back to _convert_other.
+_BY_TYPE: dict[type, Callable[[Any], Any]] = {
+    float: _float,
+    Decimal: str,
+    dt.datetime: _isoformat,
+    dt.date: _isoformat,
+    dt.time: _isoformat,
+    bytes: _bytes,
+    bytearray: _bytes,
+    memoryview: _bytes,
+    uuid.UUID: str,
+}
+
+
 def to_json_value(value: Any) -> Any:
+    kind = type(value)
+    if kind in _AS_IS:
+        return value
+    convert = _BY_TYPE.get(kind)
+    return convert(value) if convert is not None else _convert_other(value)
+
+
+def rows_to_json(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """Rows as lists of JSON-safe values, converted column by column.
+
+    Most columns hold only None/int/str (SQLite's integers and text, PostgreSQL's int and text
+    columns): one set of the column's types shows that, and such a column is kept without a call
+    per cell. Only the other columns go through to_json_value, and only their cells are replaced.
+    """
+    out = list(map(list, rows))
+    for i, column in enumerate(zip(*rows, strict=True)):
+        converted = convert_column(column)
+        if converted is not column:
+            for row, value in zip(out, converted, strict=True):
+                row[i] = value
+    return out
+
+
+def convert_column(column: Sequence[Any]) -> Sequence[Any]:
+    """The column itself when every value is JSON-safe as is, else a converted copy."""
+    odd = set(map(type, column)) - _AS_IS
+    if not odd:
+        return column
+    if odd == {float}:
+        # Only NaN and ±Infinity need converting; finite floats go out as they are.
+        if all(map(math.isfinite, [v for v in column if type(v) is float])):
+            return column
+        return [v if type(v) is not float or math.isfinite(v) else _float(v) for v in column]
+    # Only the values of other types pay for a call (a BLOB column is mostly NULLs, say).
+    return [to_json_value(v) if type(v) in odd else v for v in column]
+
+
+def _convert_other(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        return value
+        return _float(value)
     if isinstance(value, Decimal):
         return str(value)
     if isinstance(value, dt.datetime | dt.date | dt.time):
