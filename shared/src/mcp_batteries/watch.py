@@ -139,33 +139,13 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
         while not stop.is_set():
             plan = self._watch_roots()
             trees, flat = plan
-            streams: list[AsyncIterator[ChangeBatch]] = []
-            if trees:
-                streams.append(
-                    awatch(
-                        *trees,
-                        stop_event=stop,
-                        debounce=self._debounce_ms,
-                        step=30,
-                        recursive=True,
-                        ignore_permission_denied=True,
-                        yield_on_timeout=True,
-                        rust_timeout=PLAN_CHECK_MS,
-                    )
-                )
-            if flat:
-                streams.append(
-                    awatch(
-                        *flat,
-                        stop_event=stop,
-                        debounce=self._debounce_ms,
-                        step=30,
-                        recursive=False,
-                        ignore_permission_denied=True,
-                        yield_on_timeout=True,
-                        rust_timeout=PLAN_CHECK_MS,
-                    )
-                )
+            # watchfiles applies `recursive` to a whole watcher: trees and flat directories
+            # (the parents of single files) need one each.
+            streams = [
+                self._stream(paths, stop, recursive)
+                for paths, recursive in ((trees, True), (flat, False))
+                if paths
+            ]
             started = anyio.current_time()
             await self._pump(streams, ready, plan)
             if not stop.is_set():
@@ -179,6 +159,18 @@ class WatchService(AbstractAsyncContextManager["WatchService"]):
                     logger.warning("file watching keeps failing; retrying every %.0f s", MAX_BACKOFF_S)
                 with anyio.move_on_after(backoff):
                     await stop.wait()
+
+    def _stream(self, paths: list[str], stop: anyio.Event, recursive: bool) -> AsyncIterator[ChangeBatch]:
+        return awatch(
+            *paths,
+            stop_event=stop,
+            debounce=self._debounce_ms,
+            step=30,
+            recursive=recursive,
+            ignore_permission_denied=True,
+            yield_on_timeout=True,  # idle wake-ups let the loop notice vanished directories
+            rust_timeout=PLAN_CHECK_MS,
+        )
 
     async def _pump(
         self, streams: list[AsyncIterator[ChangeBatch]], ready: anyio.Event, plan: tuple[list[str], list[str]]
