@@ -1,23 +1,9 @@
-"""The Fetcher: one guarded HTTP client, redirects followed by hand, limits, conversion, paging cache.
+"""The Fetcher: fetch a URL, convert it to the requested format, page it, cache the converted text.
 
-Time limits (all raise LimitExceeded naming the limit):
-    connect_timeout   resolving the host and opening the TCP/TLS connection.
-    read_timeout      the longest silence between two reads of the response, AND, together with
-                      connect_timeout, the deadline for each request as a whole: every hop must deliver
-                      its complete headers and body within connect_timeout + read_timeout. A server that
-                      trickles one byte a second never trips a per-read timeout, so only a whole-request
-                      deadline stops it.
-
-Size limit: `max_download_bytes` counts decoded bytes while streaming (a Content-Length above it is
-refused before reading); the read stops and the connection is dropped as soon as it is exceeded.
-
-Redirects are followed here (httpx's follow_redirects is off) so that each hop's URL is re-validated:
-scheme, robots.txt and, through the pinned transport, the address it resolves to. Loops and more than
-`max_redirects` hops are refused.
-
-With a proxy configured the proxy resolves target names, so connections cannot be pinned; each hop's
-host is then resolved and checked here before the request (a rebinding DNS server could still answer
-the proxy differently; operators who need that guarantee must enforce it in the proxy too).
+The HTTP side (one guarded client, redirects followed by hand with each hop re-validated, robots.txt,
+time and size limits, proxy pre-checks) is in `download`. Here: the public `Fetcher`, `FetchSettings`
+and `FetchResult`, the content handling (images returned as images, text formats as they are, HTML
+cut at `max_convert_bytes` and converted by `extract` in a worker thread) and the paging cache.
 
 Paging cache: the converted text is cached under (URL, format, raw), so reading a long page chunk by
 chunk does not refetch it. Cache-Control no-store is honoured (never stored); max-age / no-cache set
@@ -35,31 +21,21 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Literal
 
-import anyio
 import anyio.to_thread
 import httpx
-from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput, LimitExceeded, UpstreamError
+from mcp_batteries.errors import InvalidInput, UpstreamError
 
-from .body import (
-    ACCEPT_ENCODING,
-    BodyTooLarge,
-    BoundedDecoder,
-    decode_text,
-    effective_media_type,
-    kind_of,
-    parse_content_type,
-)
+from .body import decode_text, effective_media_type, kind_of, parse_content_type
 from .cache import LRUCache, freshness_of
-from .netguard import AddressPolicy, PinnedTransport, Resolver, resolve_host
+from .download import Downloader, Response, format_size, validated_url
+from .netguard import Resolver
 from .paging import page
-from .robots import MAX_ROBOTS_BYTES, RobotsAnswer, RobotsChecker
 
 if TYPE_CHECKING:
     from .extract import Output
 
 Format = Literal["markdown", "text", "html"]
 _FORMATS: tuple[Format, ...] = ("markdown", "text", "html")
-_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 PAGING_GRACE_SECONDS = 600.0
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
@@ -101,14 +77,6 @@ class FetchResult:
 
 
 @dataclass(frozen=True)
-class _Response:
-    url: str
-    status: int
-    headers: httpx.Headers
-    body: bytes
-
-
-@dataclass(frozen=True)
 class _Entry:
     """A converted page as cached: everything needed to answer any chunk of it."""
 
@@ -126,34 +94,11 @@ class _Entry:
 class Fetcher:
     def __init__(self, settings: FetchSettings, *, resolver: Resolver | None = None) -> None:
         self._settings = settings
-        self._policy = AddressPolicy.from_settings(settings.allow_hosts, settings.allow_private)
-        self._resolver = resolver or resolve_host
-        transport: httpx.AsyncBaseTransport
-        if settings.proxy:
-            transport = httpx.AsyncHTTPTransport(proxy=settings.proxy, trust_env=False)
-        else:
-            transport = PinnedTransport(self._policy, resolver=resolver)
-        self._client = httpx.AsyncClient(
-            transport=transport,
-            follow_redirects=False,
-            trust_env=False,  # HTTP(S)_PROXY in the environment must not bypass the pinned transport
-            timeout=httpx.Timeout(
-                connect=settings.connect_timeout,
-                read=settings.read_timeout,
-                write=settings.read_timeout,
-                pool=settings.connect_timeout,
-            ),
-            headers={
-                "User-Agent": settings.user_agent,
-                "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.8",
-                "Accept-Encoding": ACCEPT_ENCODING,
-            },
-        )
-        self._robots = RobotsChecker(self._fetch_robots, settings.user_agent)
+        self._http = Downloader(settings, resolver=resolver)
         self._pages: LRUCache[_Entry] = LRUCache(settings.cache_entries, settings.cache_max_bytes)
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._http.aclose()
 
     async def fetch(
         self,
@@ -169,7 +114,7 @@ class Fetcher:
             raise InvalidInput(f"format must be one of {', '.join(_FORMATS)}; got {format!r}.")
         if start_index < 0 or max_length < 1:
             page("", start_index, max_length)  # raises the explanatory InvalidInput
-        requested = _validated_url(url)
+        requested = validated_url(url)
         check_robots = check_robots and not self._settings.ignore_robots_txt
         key = (requested, format, raw)
         conditional: dict[str, str] = {}
@@ -178,13 +123,13 @@ class Fetcher:
             entry, fresh = found
             if fresh or start_index > 0:
                 if check_robots:
-                    await self._robots.ensure_allowed(requested)
+                    await self._http.robots.ensure_allowed(requested)
                 return _result(url, entry, start_index, max_length, from_cache=True)
             if entry.etag:
                 conditional["If-None-Match"] = entry.etag
             if entry.last_modified:
                 conditional["If-Modified-Since"] = entry.last_modified
-        response = await self._get(requested, check_robots=check_robots, extra_headers=conditional)
+        response = await self._http.get(requested, check_robots=check_robots, extra_headers=conditional)
         if response.status == 304 and found is not None:
             entry = found[0]
             self._store(key, entry, response.headers)
@@ -195,106 +140,7 @@ class Fetcher:
         self._store(key, entry, response.headers)
         return _result(url, entry, start_index, max_length)
 
-    # --- HTTP -----------------------------------------------------------------------------------
-
-    async def _get(
-        self,
-        url: str,
-        *,
-        check_robots: bool,
-        extra_headers: dict[str, str] | None = None,
-        max_bytes: int | None = None,
-    ) -> _Response:
-        """GET url, following redirects by hand; the final response with its whole (decoded) body."""
-        chain = [url]
-        current = url
-        for _ in range(self._settings.max_redirects + 1):
-            if check_robots:
-                await self._robots.ensure_allowed(current)
-            response = await self._exchange(current, extra_headers or {}, max_bytes)
-            location = response.headers.get("location")
-            if response.status not in _REDIRECT_STATUSES or not location:
-                return response
-            target = _validated_url(str(httpx.URL(current).join(location.strip())), redirected_from=current)
-            if target in chain:
-                raise UpstreamError(
-                    f"{url} redirects in a loop ({' → '.join([*chain, target])}); the page cannot be fetched."
-                )
-            chain.append(target)
-            current = target
-        raise LimitExceeded(
-            f"{url} redirected more than {self._settings.max_redirects} times "
-            f"({' → '.join(chain[:4])} → ...); the limit is {self._settings.max_redirects} redirects."
-        )
-
-    async def _exchange(self, url: str, headers: dict[str, str], max_bytes: int | None) -> _Response:
-        settings = self._settings
-        limit = max_bytes or settings.max_download_bytes
-        deadline = settings.connect_timeout + settings.read_timeout
-        try:
-            with anyio.fail_after(deadline):
-                if settings.proxy:
-                    await self._precheck_through_proxy(url)
-                request = self._client.build_request("GET", url, headers=headers)
-                response = await self._client.send(request, stream=True)
-                try:
-                    if response.status_code in _REDIRECT_STATUSES:
-                        return _Response(url, response.status_code, response.headers, b"")
-                    declared = response.headers.get("content-length", "")
-                    if declared.isdigit() and int(declared) > limit:
-                        raise BodyTooLarge()
-                    decoder = BoundedDecoder(response.headers.get("content-encoding", ""), limit)
-                    pieces = [decoder.feed(chunk) async for chunk in response.aiter_raw()]
-                    pieces.append(decoder.finish())
-                finally:
-                    await response.aclose()
-                return _Response(url, response.status_code, response.headers, b"".join(pieces))
-        except TimeoutError as exc:
-            raise LimitExceeded(
-                f"Fetching {url} did not finish within {deadline:g} s (connect_timeout "
-                f"{settings.connect_timeout:g} s + read_timeout {settings.read_timeout:g} s); the server is "
-                "too slow. Try again later or another source."
-            ) from exc
-        except BodyTooLarge as exc:
-            if exc.ratio is not None:
-                raise LimitExceeded(
-                    f"{url} sent a compressed body that expands more than {exc.ratio:.0f}-fold, which looks "
-                    "like a decompression bomb; it was refused without decompressing it."
-                ) from exc
-            raise LimitExceeded(
-                f"{url} is larger than the {_size(limit)} download limit; the download was stopped. "
-                "The operator can raise --max-download-bytes."
-            ) from exc
-        except httpx.ConnectTimeout as exc:
-            raise LimitExceeded(
-                f"Connecting to {url} took longer than the connect timeout of {settings.connect_timeout:g} s."
-            ) from exc
-        except httpx.TimeoutException as exc:
-            raise LimitExceeded(
-                f"{url} stopped sending data for longer than the read timeout of {settings.read_timeout:g} s."
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise UpstreamError(
-                f"Fetching {url} failed: {type(exc).__name__}: {exc or 'connection error'}."
-            ) from exc
-
-    async def _precheck_through_proxy(self, url: str) -> None:
-        parsed = httpx.URL(url)
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
-        self._policy.check(parsed.host, await self._resolver(parsed.host, port), url)
-
-    async def _fetch_robots(self, robots_url: str) -> RobotsAnswer:
-        try:
-            response = await self._get(robots_url, check_robots=False, max_bytes=MAX_ROBOTS_BYTES)
-        except BatteriesError as exc:
-            return RobotsAnswer(status=None, error=str(exc))
-        _, charset = parse_content_type(response.headers.get("content-type"))
-        text = decode_text(response.body, charset, is_html=False)[0] if response.status < 300 else ""
-        return RobotsAnswer(status=response.status, text=text)
-
-    # --- content --------------------------------------------------------------------------------
-
-    async def _convert(self, response: _Response, output: Output, raw: bool) -> _Entry:
+    async def _convert(self, response: Response, output: Output, raw: bool) -> _Entry:
         header_mime, charset = parse_content_type(response.headers.get("content-type"))
         mime = effective_media_type(header_mime, response.body)
         kind = kind_of(mime)
@@ -310,9 +156,9 @@ class Fetcher:
             return entry(title=None, text="", notice=None, image=response.body)
         if kind == "binary":
             raise InvalidInput(
-                f"{response.url} is {mime} ({_size(len(response.body))}), which cannot be converted to text. "
-                "This tool converts HTML to Markdown, returns text formats (plain text, JSON, XML, CSV) as "
-                "they are, and PNG, JPEG, GIF and WebP images as images."
+                f"{response.url} is {mime} ({format_size(len(response.body))}), which cannot be converted "
+                "to text. This tool converts HTML to Markdown, returns text formats (plain text, JSON, XML, "
+                "CSV) as they are, and PNG, JPEG, GIF and WebP images as images."
             )
         if kind == "text" or raw:
             text = decode_text(response.body, charset, is_html=kind == "html")[0]
@@ -331,8 +177,8 @@ class Fetcher:
         notices = []
         if cut:
             notices.append(
-                f"The page is {_size(len(response.body))}; only its first "
-                f"{_size(self._settings.max_convert_bytes)} were converted."
+                f"The page is {format_size(len(response.body))}; only its first "
+                f"{format_size(self._settings.max_convert_bytes)} were converted."
             )
         if converted.whole_page:
             notices.append(
@@ -349,30 +195,6 @@ class Fetcher:
             return
         size = sys.getsizeof(entry.text) + len(entry.image or b"") + 512
         self._pages.put(key, entry, size=size, ttl=freshness.ttl, keep_for=PAGING_GRACE_SECONDS)
-
-
-def _validated_url(url: str, *, redirected_from: str | None = None) -> str:
-    """url normalised (no fragment), or InvalidInput / AccessDenied saying what is accepted."""
-    text = url.strip()
-    try:
-        parsed = httpx.URL(text)
-    except (httpx.InvalidURL, TypeError, ValueError) as exc:
-        raise InvalidInput(
-            f"{text!r} is not a valid URL ({exc}); give an absolute http:// or https:// URL."
-        ) from exc
-    if parsed.scheme not in ("http", "https"):
-        scheme = f"{parsed.scheme}:" if parsed.scheme else "no scheme"
-        if redirected_from is not None:
-            raise AccessDenied(
-                f"{redirected_from} redirected to {text}, which uses {scheme}; only http:// and https:// "
-                "redirects are followed."
-            )
-        raise InvalidInput(f"{text!r} uses {scheme}; only absolute http:// and https:// URLs can be fetched.")
-    if not parsed.host:
-        raise InvalidInput(
-            f"{text!r} has no host name; give an absolute URL such as https://example.com/page."
-        )
-    return str(parsed.copy_with(fragment=None))
 
 
 def _result(
@@ -411,7 +233,7 @@ def _result(
     )
 
 
-def _http_error(response: _Response) -> UpstreamError:
+def _http_error(response: Response) -> UpstreamError:
     reason = httpx.codes.get_reason_phrase(response.status)
     snippet = " ".join(response.body[:2000].decode("utf-8", errors="replace").split())[:200]
     detail = f" The server said: {snippet!r}." if snippet and not snippet.lstrip().startswith("<") else ""
@@ -421,14 +243,6 @@ def _http_error(response: _Response) -> UpstreamError:
 def _raw_title(text: str) -> str | None:
     match = _TITLE.search(text[:65536])
     return " ".join(html_lib.unescape(match.group(1)).split()) or None if match else None
-
-
-def _size(count: int) -> str:
-    if count >= 1024 * 1024:
-        return f"{count / (1024 * 1024):.1f} MiB"
-    if count >= 1024:
-        return f"{count / 1024:.0f} KiB"
-    return f"{count} bytes"
 
 
 __all__ = ["FetchResult", "FetchSettings", "Fetcher"]

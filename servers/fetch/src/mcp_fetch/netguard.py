@@ -22,7 +22,7 @@ SSRF defence in three parts:
 3. `PinnedTransport` is an `httpx.AsyncHTTPTransport` whose httpcore pool uses that backend.
 
 Through a proxy the proxy resolves the target, so pinning is impossible; the client then checks the
-target's resolution itself before each request (best effort, documented in `client.py`).
+target's resolution itself before each request (best effort, documented in `download.py`).
 """
 
 from __future__ import annotations

@@ -96,6 +96,17 @@ _COERCERS: dict[str, Callable[[Any], Any]] = {
 }  # fmt: skip
 
 
+def positional_params(params: Any) -> list[Any]:
+    """The values for $1, $2, ...: PostgreSQL has no named placeholders, so a dict is refused."""
+    if params is None:
+        return []
+    if isinstance(params, dict):
+        raise InvalidInput("PostgreSQL takes positional parameters: write $1, $2, ... and pass a list")
+    if isinstance(params, list | tuple):
+        return list(params)
+    raise InvalidInput("params must be a list of values for $1, $2, ...")
+
+
 def coerce_params(types: Sequence[Any], values: Sequence[Any]) -> list[Any]:
     out = []
     for i, value in enumerate(values):

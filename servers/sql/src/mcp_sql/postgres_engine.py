@@ -1,4 +1,7 @@
-"""PostgreSQL engine (asyncpg pool).
+"""PostgreSQL engine (asyncpg pool): connection set-up, the read-only walls and reads.
+
+The catalog queries (list/describe, fingerprints) are in postgres_catalog.py and run through this
+module's read transaction (`_fetch_meta`); write mode is in postgres_write.py.
 
 What holds in read mode (query, list/describe, explain without analyze, fingerprints):
   1. guard.py: one statement of SELECT/VALUES/TABLE/SHOW/EXPLAIN; no writable CTEs, SELECT INTO,
@@ -26,66 +29,36 @@ pg_read_all_data (or SELECT grants), e.g.
     CREATE ROLE mcp_ro LOGIN PASSWORD '...'; GRANT pg_read_all_data TO mcp_ro;
 and give write access (--allow-write) only through a role whose privileges you are willing to hand over.
 
-Write mode (`execute`, explain with analyze) runs as the connecting role, statement by statement
-through the extended protocol, refusing only server-file/program escapes the parser can see.
+Write mode (`execute`, explain with analyze; postgres_write.py) runs as the connecting role, statement
+by statement through the extended protocol, refusing only server-file/program escapes the parser can
+see.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 import asyncpg
-from mcp_batteries.errors import AccessDenied, ConfigError, InvalidInput, NotFound
+from mcp_batteries.errors import AccessDenied, ConfigError
 
-from mcp_sql import render
-from mcp_sql.guard import (
-    check_postgres_explain_target,
-    check_postgres_read,
-    check_postgres_write,
-    strip_statement,
-)
-from mcp_sql.models import (
-    CheckConstraint,
-    ColumnInfo,
-    ColumnMeta,
-    ExecuteResult,
-    ForeignKey,
-    IndexInfo,
-    QueryResult,
-    SchemaInfo,
-    StatementResult,
-    TableDescription,
-    TableInfo,
-    TableKind,
-)
-from mcp_sql.params import split_statement_params
+from mcp_sql import postgres_write
+from mcp_sql.engine_common import explain_target, page_bounds, page_result, split_page
+from mcp_sql.guard import check_postgres_explain_target, check_postgres_read
+from mcp_sql.models import ColumnMeta, ExecuteResult, QueryResult, SchemaInfo, TableDescription, TableInfo
 from mcp_sql.pg_errors import map_pg_error
-from mcp_sql.pg_params import coerce_params
-from mcp_sql.sqlite_engine import EXECUTE_DISABLED
-from mcp_sql.values import rows_to_json
+from mcp_sql.pg_params import coerce_params, positional_params
+from mcp_sql.postgres_catalog import PostgresCatalog
+from mcp_sql.render import quote_ident
+from mcp_sql.values import pg_type_name
 
-_KINDS: dict[str, TableKind] = {
-    "r": "table", "p": "partitioned table", "v": "view", "m": "materialized view", "f": "foreign table",
-}  # fmt: skip
-_FK_ACTIONS = {"a": "NO ACTION", "r": "RESTRICT", "c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT"}
-_USER_SCHEMAS = (
-    "n.nspname NOT IN ('pg_catalog', 'information_schema') "
-    "AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp\\_%'"
-)
-_ROW_COUNT_COMMANDS = {"INSERT", "UPDATE", "DELETE", "MERGE", "SELECT", "COPY", "MOVE", "FETCH"}
 _SAFE_READER_MEMBERSHIPS = {"pg_read_all_data"}
 # Extra seconds the client waits past statement_timeout before cancelling from its side.
 _CLIENT_GRACE_S = 5.0
-
-
-def quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _json_encode(value: Any) -> str:
@@ -99,13 +72,6 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     # Text I/O for intervals: with IntervalStyle=iso_8601 they arrive as exact ISO 8601 durations
     # instead of timedeltas that fold months into 30 days.
     await conn.set_type_codec("interval", encoder=str, decoder=str, schema="pg_catalog", format="text")
-
-
-def _type_name(typ: Any) -> str:
-    name = str(getattr(typ, "name", "unknown"))
-    if getattr(typ, "kind", "") == "array" and name.startswith("_"):
-        return name[1:] + "[]"
-    return name
 
 
 class PostgresDatabase:
@@ -131,6 +97,7 @@ class PostgresDatabase:
         self.safety_notes: list[str] = []
         self._pool = pool
         self._search_path: str | None = None
+        self._catalog = PostgresCatalog(self._fetch_meta)
 
     @classmethod
     async def open(
@@ -296,18 +263,14 @@ class PostgresDatabase:
             except (asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError, OSError) as exc:
                 raise self._map(exc, sql) from exc
 
-    # -- query / execute / explain ------------------------------------------------------------
+    # -- query / explain (execute and explain with analyze: postgres_write.py) ------------------
 
     async def query(
         self, sql: str, params: list[Any] | dict[str, Any] | None = None, *, limit: int, offset: int = 0
     ) -> QueryResult:
-        if limit < 1:
-            raise InvalidInput("limit must be at least 1")
-        if offset < 0:
-            raise InvalidInput("offset must be 0 or more")
-        limit = min(limit, self.max_rows)
+        limit, offset = page_bounds(limit, offset, self.max_rows)
         statement = check_postgres_read(sql)
-        args = _positional(params)
+        args = positional_params(params)
         async with self._read_tx() as conn:
             try:
                 prepared = await conn.prepare(statement.sql, timeout=self._client_timeout())
@@ -321,84 +284,14 @@ class PostgresDatabase:
                 rows = await cursor.fetch(limit + 1, timeout=self._client_timeout())
             except (asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError, OSError) as exc:
                 raise self._map(exc, statement.sql) from exc
-        truncated = len(rows) > limit
-        rows = rows[:limit]
-        # model_construct: the rows were just made JSON-safe here; re-validating them costs a copy.
-        return QueryResult.model_construct(
-            columns=[ColumnMeta(name=a.name, type=_type_name(a.type)) for a in attributes],
-            rows=rows_to_json(rows),
-            row_count=len(rows),
-            offset=offset,
-            truncated=truncated,
-            next_offset=offset + len(rows) if truncated else None,
-        )
+        page, truncated = split_page(rows, limit)
+        columns = [ColumnMeta(name=a.name, type=pg_type_name(a.type)) for a in attributes]
+        return page_result(columns, page, offset=offset, truncated=truncated)
 
     async def execute(
         self, statements: list[str], params: list[Any] | dict[str, Any] | None = None, *, transaction: bool
     ) -> ExecuteResult:
-        if not self.allow_write:
-            raise AccessDenied(EXECUTE_DISABLED)
-        per_statement = split_statement_params(statements, params, transaction=transaction)
-        for sql in statements:
-            check_postgres_write(sql)
-        results: list[StatementResult] = []
-        async with self._pool.acquire() as conn:
-            if transaction:
-                tx = conn.transaction()
-                await tx.start()
-                try:
-                    await conn.execute(self._local_settings(reader=False))
-                    for index, (sql, p) in enumerate(zip(statements, per_statement, strict=True)):
-                        results.append(await self._run_write(conn, index, sql, p, many=len(statements) > 1))
-                except BaseException:
-                    with anyio.CancelScope(shield=True):
-                        if not conn.is_closed():
-                            await tx.rollback()
-                    raise
-                await tx.commit()
-            else:
-                # No transaction block: statements like VACUUM or CREATE INDEX CONCURRENTLY need that.
-                await conn.execute(f"SET statement_timeout = {max(int(self.timeout_s * 1000), 1)}")
-                try:
-                    results.append(
-                        await self._run_write(conn, 0, statements[0], per_statement[0], many=False)
-                    )
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        if not conn.is_closed():
-                            await conn.execute("RESET statement_timeout")
-        return ExecuteResult(statements=results, transaction=transaction, committed=True)
-
-    async def _run_write(
-        self, conn: asyncpg.Connection, index: int, sql: str, params: Any, *, many: bool
-    ) -> StatementResult:
-        text = strip_statement(sql)
-        try:
-            prepared = await conn.prepare(text, timeout=self._client_timeout())
-            bound = coerce_params(prepared.get_parameters(), _positional(params))
-            rows = await prepared.fetch(*bound, timeout=self._client_timeout())
-            status = prepared.get_statusmsg() or ""
-            attributes = prepared.get_attributes()
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError, OSError) as exc:
-            err = self._map(exc, text)
-            if many:
-                err = type(err)(f"statement {index + 1} failed, the transaction was rolled back: {err}")
-            raise err from exc
-        words = status.split()
-        affected = (
-            int(words[-1]) if words and words[-1].isdigit() and words[0] in _ROW_COUNT_COMMANDS else None
-        )
-        command = " ".join(w for w in words if not w.isdigit()) or text.split(None, 1)[0].upper()
-        result = StatementResult(index=index, command=command, rows_affected=affected)
-        if attributes:
-            result = result.model_copy(
-                update={
-                    "columns": [ColumnMeta(name=a.name, type=_type_name(a.type)) for a in attributes],
-                    "rows": rows_to_json(rows[: self.max_rows]),
-                    "rows_truncated": len(rows) > self.max_rows,
-                }
-            )
-        return result
+        return await postgres_write.execute(self, statements, params, transaction=transaction)
 
     async def explain(self, sql: str, *, analyze: bool = False) -> str:
         if analyze and not self.allow_write:
@@ -406,232 +299,27 @@ class PostgresDatabase:
                 "explain with analyze executes the statement, so it needs a server started with "
                 "--allow-write; call explain without analyze for the estimated plan"
             )
-        if strip_statement(sql).upper().startswith("EXPLAIN"):
-            raise InvalidInput("give the statement to explain without the EXPLAIN keyword")
+        explain_target(sql)
         inner = check_postgres_explain_target(sql, allow_write=self.allow_write)
         if not analyze:
             text = f"EXPLAIN {inner}"
             rows = await self._fetch_meta(text)
             return "\n".join(str(r[0]) for r in rows)
-        text = f"EXPLAIN (ANALYZE, BUFFERS) {inner}"
-        async with self._pool.acquire() as conn:
-            tx = conn.transaction()
-            await tx.start()
-            try:
-                await conn.execute(self._local_settings(reader=False))
-                rows = list(await conn.fetch(text, timeout=self._client_timeout()))
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError, OSError) as exc:
-                raise self._map(exc, text) from exc
-            finally:
-                # EXPLAIN ANALYZE really runs the statement; its changes are always rolled back.
-                with anyio.CancelScope(shield=True):
-                    if not conn.is_closed():
-                        await tx.rollback()
-        plan = "\n".join(str(r[0]) for r in rows)
-        return plan + "\n(the statement was executed for ANALYZE and its changes rolled back)"
+        return await postgres_write.explain_analyze(self, inner)
 
-    # -- catalog -----------------------------------------------------------------------------
+    # -- catalog (postgres_catalog.py) ----------------------------------------------------------
 
     async def list_schemas(self) -> list[SchemaInfo]:
-        rows = await self._fetch_meta(
-            "SELECT n.nspname, pg_get_userbyid(n.nspowner) AS owner, "
-            "obj_description(n.oid, 'pg_namespace') AS c, "
-            "(SELECT count(*) FROM pg_class c WHERE c.relnamespace = n.oid "
-            " AND c.relkind IN ('r','p','v','m','f')) AS tables "
-            f"FROM pg_namespace n WHERE {_USER_SCHEMAS} ORDER BY 1"
-        )
-        return [SchemaInfo(name=r[0], owner=r[1], comment=r[2], table_count=int(r[3])) for r in rows]
-
-    async def _require_schema(self, schema: str) -> None:
-        rows = await self._fetch_meta(
-            f"SELECT n.nspname FROM pg_namespace n WHERE {_USER_SCHEMAS} ORDER BY 1"
-        )
-        names = [r[0] for r in rows]
-        if schema not in names:
-            raise NotFound(f"schema {schema!r} does not exist; schemas: {', '.join(names) or '(none)'}")
+        return await self._catalog.list_schemas()
 
     async def list_tables(self, schema: str | None = None) -> list[TableInfo]:
-        if schema is not None:
-            await self._require_schema(schema)
-        rows = await self._fetch_meta(
-            "SELECT n.nspname, c.relname, c.relkind::text, c.reltuples::bigint, "
-            "obj_description(c.oid, 'pg_class') "
-            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            f"WHERE c.relkind IN ('r','p','v','m','f') AND {_USER_SCHEMAS} "
-            "AND ($1::text IS NULL OR n.nspname = $1) ORDER BY 1, 2",
-            schema,
-        )
-        tables = []
-        for nsp, name, relkind, reltuples, comment in rows:
-            # reltuples is -1 until the first VACUUM/ANALYZE (PG14+); views have no estimate.
-            known = relkind in ("r", "m", "f") and reltuples is not None and reltuples >= 0
-            tables.append(
-                TableInfo(
-                    schema_name=nsp,
-                    name=name,
-                    kind=_KINDS[relkind],
-                    row_estimate=int(reltuples) if known else None,
-                    row_estimate_kind="statistics" if known else None,
-                    comment=comment,
-                )
-            )
-        return tables
-
-    async def _resolve(self, table: str, schema: str | None) -> asyncpg.Record:
-        base = (
-            "SELECT c.oid, n.nspname, c.relname, c.relkind::text AS relkind, "
-            "obj_description(c.oid, 'pg_class') AS comment, "
-            "c.reltuples::bigint AS reltuples, "
-            "CASE WHEN c.relkind IN ('v','m') THEN pg_get_viewdef(c.oid, true) END AS viewdef "
-            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE c.relkind IN ('r','p','v','m','f') AND {name} "
-            "AND CASE WHEN $2::text IS NULL THEN n.nspname = ANY(current_schemas(false)) "
-            "ELSE n.nspname = $2 END "
-            "ORDER BY array_position(current_schemas(false), n.nspname::text) NULLS LAST LIMIT 1"
-        )
-        # Names are bound as parameters, never spliced into SQL; exact match first, then the
-        # case-insensitive one a model often means ("Users" for users).
-        for condition in ("c.relname = $1", "lower(c.relname) = lower($1)"):
-            rows = await self._fetch_meta(base.format(name=condition), table, schema)
-            if rows:
-                return rows[0]
-        if schema is not None:
-            await self._require_schema(schema)
-        listing = await self.list_tables(schema)
-        names = [f"{t.schema_name}.{t.name}" for t in listing[:50]]
-        where = f"schema {schema!r}" if schema else "the search path"
-        raise NotFound(f"table {table!r} not found in {where}; tables: {', '.join(names) or '(none)'}")
+        return await self._catalog.list_tables(schema)
 
     async def describe_table(self, table: str, schema: str | None = None) -> TableDescription:
-        rel = await self._resolve(table, schema)
-        oid = rel["oid"]
-        cols = await self._fetch_meta(
-            "SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, "
-            "pg_get_expr(d.adbin, d.adrelid), col_description(a.attrelid, a.attnum), "
-            "a.attgenerated::text, a.attidentity::text "
-            "FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
-            "WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
-            oid,
-        )
-        columns = []
-        for name, typ, nullable, default, comment, generated, identity in cols:
-            if identity in ("a", "d"):
-                default = f"GENERATED {'ALWAYS' if identity == 'a' else 'BY DEFAULT'} AS IDENTITY"
-            columns.append(
-                ColumnInfo(
-                    name=name,
-                    type=typ,
-                    nullable=bool(nullable),
-                    default=None if generated == "s" else default,
-                    comment=comment,
-                    generated=default if generated == "s" else None,
-                )
-            )
-        cons = await self._fetch_meta(
-            "SELECT con.conname, con.contype::text, pg_get_constraintdef(con.oid, true), "
-            "ARRAY(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY k(n, o) "
-            "      JOIN pg_attribute a ON a.attrelid = con.conrelid "
-            "AND a.attnum = k.n ORDER BY k.o)::text[], "
-            "fn.nspname, fc.relname, "
-            "ARRAY(SELECT a.attname FROM unnest(con.confkey) WITH ORDINALITY k(n, o) "
-            "      JOIN pg_attribute a ON a.attrelid = con.confrelid "
-            "AND a.attnum = k.n ORDER BY k.o)::text[], "
-            "con.confupdtype::text, con.confdeltype::text "
-            "FROM pg_constraint con LEFT JOIN pg_class fc ON fc.oid = con.confrelid "
-            "LEFT JOIN pg_namespace fn ON fn.oid = fc.relnamespace "
-            "WHERE con.conrelid = $1 ORDER BY con.conname",
-            oid,
-        )
-        primary_key: list[str] = []
-        fks: list[ForeignKey] = []
-        checks: list[CheckConstraint] = []
-        for conname, contype, definition, conkey, ref_schema, ref_table, ref_cols, upd, dele in cons:
-            if contype == "p":
-                primary_key = list(conkey)
-            elif contype == "f":
-                fks.append(
-                    ForeignKey(
-                        name=conname,
-                        columns=list(conkey),
-                        ref_schema=ref_schema,
-                        ref_table=ref_table,
-                        ref_columns=list(ref_cols),
-                        on_update=_FK_ACTIONS.get(upd),
-                        on_delete=_FK_ACTIONS.get(dele),
-                    )
-                )
-            elif contype in ("c", "x"):
-                checks.append(CheckConstraint(name=conname, expression=definition))
-        idx_rows = await self._fetch_meta(
-            "SELECT ic.relname, i.indisunique, i.indisprimary, pg_get_indexdef(i.indexrelid), "
-            "ARRAY(SELECT pg_get_indexdef(i.indexrelid, k, true) "
-            "FROM generate_series(1, i.indnkeyatts) k)::text[] "
-            "FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid "
-            "WHERE i.indrelid = $1 ORDER BY ic.relname",
-            oid,
-        )
-        indexes = [
-            IndexInfo(name=r[0], unique=r[1], primary=r[2], definition=r[3], columns=list(r[4]))
-            for r in idx_rows
-        ]
-        relkind = rel["relkind"]
-        reltuples = rel["reltuples"]
-        desc = TableDescription(
-            schema_name=rel["nspname"],
-            name=rel["relname"],
-            kind=_KINDS[relkind],
-            comment=rel["comment"],
-            columns=columns,
-            primary_key=primary_key,
-            foreign_keys=fks,
-            indexes=indexes,
-            checks=checks,
-            row_estimate=int(reltuples)
-            if relkind in ("r", "m") and reltuples is not None and reltuples >= 0
-            else None,
-            view_definition=rel["viewdef"],
-        )
-        return desc.model_copy(update={"ddl": render.table_ddl(desc, dialect="postgresql")})
-
-    _FINGERPRINT_SQL = (
-        "SELECT n.nspname, c.relname, md5(concat_ws('|', c.relkind, obj_description(c.oid, 'pg_class'), "
-        " (SELECT string_agg(concat_ws(':', a.attnum, a.attname, format_type(a.atttypid, a.atttypmod), "
-        "     a.attnotnull, pg_get_expr(d.adbin, d.adrelid), col_description(c.oid, a.attnum)), ',' "
-        "     ORDER BY a.attnum) "
-        "   FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
-        "   WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), "
-        " (SELECT string_agg(concat_ws(':', co.conname, pg_get_constraintdef(co.oid)), "
-        "',' ORDER BY co.conname) "
-        "   FROM pg_constraint co WHERE co.conrelid = c.oid), "
-        " (SELECT string_agg(pg_get_indexdef(i.indexrelid), ',' ORDER BY i.indexrelid::regclass::text) "
-        "   FROM pg_index i WHERE i.indrelid = c.oid), "
-        " CASE WHEN c.relkind IN ('v','m') THEN pg_get_viewdef(c.oid) END)) "
-        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        f"WHERE c.relkind IN ('r','p','v','m','f') AND {_USER_SCHEMAS} "
-        "UNION ALL SELECT n.nspname, NULL, md5(coalesce(obj_description(n.oid, 'pg_namespace'), '')) "
-        f"FROM pg_namespace n WHERE {_USER_SCHEMAS} "
-        "ORDER BY 1, 2"
-    )
-
-    async def _fingerprint_rows(self) -> Sequence[asyncpg.Record]:
-        return await self._fetch_meta(self._FINGERPRINT_SQL)
+        return await self._catalog.describe_table(table, schema)
 
     async def table_fingerprints(self) -> dict[str, str]:
-        rows = await self._fingerprint_rows()
-        return {f"{r[0]}.{r[1]}": str(r[2])[:16] for r in rows if r[1] is not None}
+        return await self._catalog.table_fingerprints()
 
     async def schema_fingerprint(self) -> str:
-        h = hashlib.sha256()
-        for r in await self._fingerprint_rows():
-            h.update(f"{r[0]}\x00{r[1]}\x00{r[2]}\x01".encode())
-        return h.hexdigest()[:16]
-
-
-def _positional(params: Any) -> list[Any]:
-    if params is None:
-        return []
-    if isinstance(params, dict):
-        raise InvalidInput("PostgreSQL takes positional parameters: write $1, $2, ... and pass a list")
-    if isinstance(params, list | tuple):
-        return list(params)
-    raise InvalidInput("params must be a list of values for $1, $2, ...")
+        return await self._catalog.schema_fingerprint()

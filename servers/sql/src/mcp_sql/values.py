@@ -163,6 +163,14 @@ def _timedelta_iso(delta: dt.timedelta) -> str:
     return f"{sign}P{delta.days}DT{int(hours)}H{int(minutes)}M{sec_text}S"
 
 
+def pg_type_name(typ: Any) -> str:
+    """PostgreSQL type name of a result column as asyncpg describes it; arrays read as `int4[]`."""
+    name = str(getattr(typ, "name", "unknown"))
+    if getattr(typ, "kind", "") == "array" and name.startswith("_"):
+        return name[1:] + "[]"
+    return name
+
+
 def sqlite_type_name(value: Any) -> str | None:
     """SQLite storage class of a fetched value (result columns carry no declared type in sqlite3)."""
     if value is None:

@@ -1,0 +1,245 @@
+"""SQLite catalog introspection: tables, table descriptions, row estimates and schema fingerprints.
+
+Fixed queries on sqlite_master and the table-valued pragmas; table names are bound as parameters,
+except in the row count of `_estimate`, which quotes a name read from sqlite_master. Every query runs
+through the engine's `fetch` (SQLiteDatabase._meta): on the read-only connection, as the server's own
+statement (the authorizer's internal mode), under the statement timeout.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
+
+import sqlglot
+from mcp_batteries.errors import BatteriesError, NotFound
+from sqlglot import exp
+
+from mcp_sql import render
+from mcp_sql.models import (
+    CheckConstraint,
+    ColumnInfo,
+    ForeignKey,
+    IndexInfo,
+    SchemaInfo,
+    TableDescription,
+    TableInfo,
+    TableKind,
+)
+
+COUNT_CAP = 100_000
+_STAT1_PRESENT = "SELECT 1 FROM sqlite_master WHERE type='table' AND name='sqlite_stat1'"
+
+
+class Fetch(Protocol):
+    """Runs one catalog query with its parameters and returns all its rows."""
+
+    async def __call__(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
+
+class SQLiteCatalog:
+    """The catalog half of SQLiteDatabase: list_schemas, list_tables, describe_table, fingerprints."""
+
+    def __init__(self, fetch: Fetch) -> None:
+        self._fetch = fetch
+
+    async def list_schemas(self) -> list[SchemaInfo]:
+        rows = await self._fetch(
+            "SELECT count(*) FROM sqlite_master WHERE type IN ('table','view') "
+            "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+        )
+        return [SchemaInfo(name="main", owner=None, comment=None, table_count=int(rows[0][0]))]
+
+    def _check_schema(self, schema: str | None) -> None:
+        if schema not in (None, "", "main"):
+            raise NotFound(f"schema {schema!r} does not exist: a SQLite database has one schema, 'main'")
+
+    async def list_tables(self, schema: str | None = None) -> list[TableInfo]:
+        self._check_schema(schema)
+        rows = await self._fetch(
+            "SELECT name, type, sql FROM sqlite_master WHERE type IN ('table','view') "
+            "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
+        )
+        stats = await self._stat1()
+        tables = []
+        for name, kind, sql in rows:
+            estimate, estimate_kind = await self._estimate(name, _kind(kind, sql), stats)
+            tables.append(
+                TableInfo(
+                    schema_name="main",
+                    name=name,
+                    kind=_kind(kind, sql),
+                    row_estimate=estimate,
+                    row_estimate_kind=estimate_kind,
+                    comment=None,
+                )
+            )
+        return tables
+
+    async def _stat1(self, table: str | None = None) -> dict[str, int]:
+        """Row counts that ANALYZE recorded, of every table or only of `table`."""
+        present = await self._fetch(_STAT1_PRESENT)
+        if not present:
+            return {}
+        if table is None:
+            rows = await self._fetch("SELECT tbl, stat FROM sqlite_stat1")
+        else:
+            rows = await self._fetch("SELECT tbl, stat FROM sqlite_stat1 WHERE tbl = ?", [table])
+        stats: dict[str, int] = {}
+        for tbl, stat in rows:
+            head = str(stat or "").split(" ", 1)[0]
+            if head.isdigit():
+                stats[str(tbl)] = max(stats.get(str(tbl), 0), int(head))
+        return stats
+
+    async def _estimate(
+        self, name: str, kind: TableKind, stats: dict[str, int]
+    ) -> tuple[int | None, Literal["statistics", "exact", "at_least"] | None]:
+        if name in stats:
+            return stats[name], "statistics"
+        if kind != "table":
+            return None, None  # counting a view runs its whole query
+        try:
+            rows = await self._fetch(
+                f"SELECT count(*) FROM (SELECT 1 FROM {render.quote_ident(name)} LIMIT {COUNT_CAP + 1})"
+            )
+        except BatteriesError:
+            return None, None
+        count = int(rows[0][0])
+        return (COUNT_CAP, "at_least") if count > COUNT_CAP else (count, "exact")
+
+    async def describe_table(self, table: str, schema: str | None = None) -> TableDescription:
+        self._check_schema(schema)
+        found = await self._fetch(
+            "SELECT name, type, sql FROM sqlite_master WHERE type "
+            "IN ('table','view') AND name = ? COLLATE NOCASE",
+            [table],
+        )
+        if not found:
+            names = [r[0] for r in await self._fetch(
+                "SELECT name FROM sqlite_master WHERE type IN ('table','view') "
+                "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name LIMIT 50"
+            )]  # fmt: skip
+            raise NotFound(f"table {table!r} does not exist; tables: {', '.join(names) or '(none)'}")
+        name, raw_kind, create_sql = found[0]
+        kind = _kind(raw_kind, create_sql)
+        # Every catalog lookup below binds the name as a parameter: no quoting, no injection.
+        cols = await self._fetch(
+            'SELECT name, type, "notnull", dflt_value, pk, hidden FROM pragma_table_xinfo(?) ORDER BY cid',
+            [name],
+        )
+        columns = [
+            ColumnInfo(
+                name=c[0],
+                type=c[1] or "",
+                nullable=not c[2] and not c[4],
+                default=c[3],
+                generated="(see DDL)" if c[5] in (2, 3) else None,
+            )
+            for c in cols
+            if c[5] != 1
+        ]
+        primary_key = [c[0] for c in sorted((c for c in cols if c[4]), key=lambda c: c[4])]
+        fk_rows = await self._fetch(
+            'SELECT id, "table", "from", "to", on_update, on_delete '
+            "FROM pragma_foreign_key_list(?) ORDER BY id, seq",
+            [name],
+        )
+        fks: dict[int, ForeignKey] = {}
+        for fid, ref_table, col, ref_col, on_update, on_delete in fk_rows:
+            fk = fks.get(fid) or ForeignKey(
+                name=None, columns=[], ref_schema=None, ref_table=ref_table, ref_columns=[],
+                on_update=on_update, on_delete=on_delete,
+            )  # fmt: skip
+            fk.columns.append(col)
+            fk.ref_columns.append(ref_col if ref_col is not None else "(primary key)")
+            fks[fid] = fk
+        # One query for every index: its flags, its CREATE statement and its key columns in order.
+        idx_rows = await self._fetch(
+            'SELECT il.name, il."unique", il.origin, m.sql, x.name FROM pragma_index_list(?) AS il '
+            "JOIN pragma_index_xinfo(il.name) AS x ON x.key = 1 "
+            "LEFT JOIN sqlite_master AS m ON m.type = 'index' AND m.name = il.name "
+            "ORDER BY il.name, x.seqno",
+            [name],
+        )
+        indexes: dict[str, IndexInfo] = {}
+        for idx_name, unique, origin, definition, col in idx_rows:
+            idx = indexes.get(idx_name) or IndexInfo(
+                name=idx_name, columns=[], unique=bool(unique), primary=origin == "pk",
+                definition=definition or None,
+            )  # fmt: skip
+            idx.columns.append(col if col is not None else "<expression>")
+            indexes[idx_name] = idx
+        estimate, _ = await self._estimate(name, kind, await self._stat1(name))
+        desc = TableDescription(
+            schema_name="main",
+            name=name,
+            kind=kind,
+            comment=None,
+            columns=columns,
+            primary_key=primary_key,
+            foreign_keys=list(fks.values()),
+            indexes=list(indexes.values()),
+            checks=list(_checks(create_sql)) if raw_kind == "table" else [],
+            row_estimate=estimate,
+            view_definition=create_sql if raw_kind == "view" else None,
+        )
+        # SQLite keeps the original CREATE statements: the exact DDL beats any reconstruction.
+        parts = [create_sql.rstrip(";") + ";"] if create_sql else [render.table_ddl(desc, dialect="sqlite")]
+        parts += [i.definition.rstrip(";") + ";" for i in indexes.values() if i.definition]
+        if estimate is not None:
+            parts.append(f"-- about {estimate} rows")
+        return desc.model_copy(update={"ddl": "\n".join(parts)})
+
+    async def _catalog_rows(self) -> list[tuple[str, str, str, str | None]]:
+        rows = await self._fetch(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY tbl_name, type, name"
+        )
+        return [(str(r[0]), str(r[1]), str(r[2]), r[3]) for r in rows]
+
+    async def table_fingerprints(self) -> dict[str, str]:
+        groups: dict[str, hashlib._Hash] = {}
+        for kind, name, tbl_name, sql in await self._catalog_rows():
+            if tbl_name.startswith("sqlite_"):
+                continue
+            h = groups.setdefault(f"main.{tbl_name}", hashlib.sha256())
+            h.update(f"{kind}\x00{name}\x00{sql}\x01".encode())
+        return {k: v.hexdigest()[:16] for k, v in groups.items()}
+
+    async def schema_fingerprint(self) -> str:
+        version = await self._fetch("PRAGMA schema_version")
+        h = hashlib.sha256(f"v{version[0][0]}".encode())
+        for row in await self._catalog_rows():
+            h.update("\x00".join(str(x) for x in row).encode() + b"\x01")
+        return h.hexdigest()[:16]
+
+
+def _kind(raw: str, sql: str | None) -> TableKind:
+    if raw == "view":
+        return "view"
+    if sql and sql.lstrip().upper().startswith("CREATE VIRTUAL"):
+        return "virtual table"
+    return "table"
+
+
+@functools.lru_cache(maxsize=256)
+def _checks(create_sql: str | None) -> tuple[CheckConstraint, ...]:
+    """CHECK constraints of a CREATE TABLE statement (SQLite has no catalog of them).
+
+    Parsing is the slowest part of describe_table, so tables without the word are not parsed, and
+    results are cached by statement text: the same text always has the same checks.
+    """
+    if not create_sql or "check" not in create_sql.lower():
+        return ()
+    try:
+        tree = sqlglot.parse_one(create_sql, read="sqlite")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return ()
+    checks = []
+    for node in tree.find_all(exp.CheckColumnConstraint):
+        parent = node.parent
+        name = parent.name if isinstance(parent, exp.Constraint) else None
+        checks.append(CheckConstraint(name=name or None, expression=node.sql("sqlite")))
+    return tuple(checks)
