@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from mcp_batteries.errors import InvalidInput
 
 from mcp_sql.guard import strip_statement
-from mcp_sql.models import ColumnMeta, QueryResult, StatementResult
+from mcp_sql.models import ColumnMeta, QueryResult, SchemaInfo, StatementResult, TableDescription, TableInfo
 from mcp_sql.values import rows_to_json
 
 EXECUTE_DISABLED = (
@@ -73,3 +73,34 @@ def explain_target(sql: str) -> str:
     if text.upper().startswith("EXPLAIN"):
         raise InvalidInput("give the statement to explain without the EXPLAIN keyword")
     return text
+
+
+class Catalog(Protocol):
+    """The introspection half of an engine (sqlite_catalog.py, postgres_catalog.py)."""
+
+    async def list_schemas(self) -> list[SchemaInfo]: ...
+    async def list_tables(self, schema: str | None) -> list[TableInfo]: ...
+    async def describe_table(self, table: str, schema: str | None) -> TableDescription: ...
+    async def table_fingerprints(self) -> dict[str, str]: ...
+    async def schema_fingerprint(self) -> str: ...
+
+
+class CatalogMethods:
+    """The `Database` catalog methods of an engine, answered by its `_catalog`."""
+
+    _catalog: Catalog
+
+    async def list_schemas(self) -> list[SchemaInfo]:
+        return await self._catalog.list_schemas()
+
+    async def list_tables(self, schema: str | None = None) -> list[TableInfo]:
+        return await self._catalog.list_tables(schema)
+
+    async def describe_table(self, table: str, schema: str | None = None) -> TableDescription:
+        return await self._catalog.describe_table(table, schema)
+
+    async def table_fingerprints(self) -> dict[str, str]:
+        return await self._catalog.table_fingerprints()
+
+    async def schema_fingerprint(self) -> str:
+        return await self._catalog.schema_fingerprint()

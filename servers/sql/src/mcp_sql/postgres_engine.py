@@ -47,9 +47,9 @@ import asyncpg
 from mcp_batteries.errors import AccessDenied, ConfigError
 
 from mcp_sql import postgres_write
-from mcp_sql.engine_common import explain_target, page_bounds, page_result, split_page
+from mcp_sql.engine_common import CatalogMethods, explain_target, page_bounds, page_result, split_page
 from mcp_sql.guard import check_postgres_explain_target, check_postgres_read
-from mcp_sql.models import ColumnMeta, ExecuteResult, QueryResult, SchemaInfo, TableDescription, TableInfo
+from mcp_sql.models import ColumnMeta, ExecuteResult, QueryResult
 from mcp_sql.pg_errors import map_pg_error
 from mcp_sql.pg_params import coerce_params, positional_params
 from mcp_sql.postgres_catalog import PostgresCatalog
@@ -74,7 +74,7 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("interval", encoder=str, decoder=str, schema="pg_catalog", format="text")
 
 
-class PostgresDatabase:
+class PostgresDatabase(CatalogMethods):
     dialect: Literal["postgresql"] = "postgresql"
     sqlite_path: Path | None = None
 
@@ -306,20 +306,3 @@ class PostgresDatabase:
             rows = await self._fetch_meta(text)
             return "\n".join(str(r[0]) for r in rows)
         return await postgres_write.explain_analyze(self, inner)
-
-    # -- catalog (postgres_catalog.py) ----------------------------------------------------------
-
-    async def list_schemas(self) -> list[SchemaInfo]:
-        return await self._catalog.list_schemas()
-
-    async def list_tables(self, schema: str | None = None) -> list[TableInfo]:
-        return await self._catalog.list_tables(schema)
-
-    async def describe_table(self, table: str, schema: str | None = None) -> TableDescription:
-        return await self._catalog.describe_table(table, schema)
-
-    async def table_fingerprints(self) -> dict[str, str]:
-        return await self._catalog.table_fingerprints()
-
-    async def schema_fingerprint(self) -> str:
-        return await self._catalog.schema_fingerprint()

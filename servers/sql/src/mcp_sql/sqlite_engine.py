@@ -31,6 +31,7 @@ from mcp_batteries.errors import AccessDenied, BatteriesError, ConfigError, Inva
 from mcp_sql import render
 from mcp_sql.engine_common import (
     EXECUTE_DISABLED,
+    CatalogMethods,
     explain_target,
     page_bounds,
     page_result,
@@ -43,10 +44,7 @@ from mcp_sql.models import (
     ColumnMeta,
     ExecuteResult,
     QueryResult,
-    SchemaInfo,
     StatementResult,
-    TableDescription,
-    TableInfo,
 )
 from mcp_sql.params import json_text_param, split_statement_params
 from mcp_sql.sqlite_auth import Authorizer
@@ -98,7 +96,7 @@ class _Conn:
             self.auth.mode = mode
 
 
-class SQLiteDatabase:
+class SQLiteDatabase(CatalogMethods):
     dialect: Literal["sqlite"] = "sqlite"
 
     def __init__(
@@ -273,21 +271,6 @@ class SQLiteDatabase:
                 return list(await conn.execute_fetchall(sql, tuple(params)))
             except sqlite3.Error as exc:
                 raise _map_error(exc, c) from exc
-
-    async def list_schemas(self) -> list[SchemaInfo]:
-        return await self._catalog.list_schemas()
-
-    async def list_tables(self, schema: str | None = None) -> list[TableInfo]:
-        return await self._catalog.list_tables(schema)
-
-    async def describe_table(self, table: str, schema: str | None = None) -> TableDescription:
-        return await self._catalog.describe_table(table, schema)
-
-    async def table_fingerprints(self) -> dict[str, str]:
-        return await self._catalog.table_fingerprints()
-
-    async def schema_fingerprint(self) -> str:
-        return await self._catalog.schema_fingerprint()
 
 
 async def _connect(uri: str, mode: Literal["read", "write"], timeout_s: float) -> _Conn:
