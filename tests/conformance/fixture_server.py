@@ -38,12 +38,10 @@ from mcp.types import (
 )
 from mcp_batteries import sdk
 from mcp_batteries.app import BatteriesServer
+from mcp_batteries.definition import ServerDefinition
 from mcp_batteries.errors import InvalidInput
-from mcp_batteries.runner import main as run_main
 from mcp_batteries.settings import ServerSettings
 from pydantic import BaseModel
-
-VERSION = "1.0.0"
 
 #: A 1x1 red PNG pixel and a minimal WAV file (the suite's own test data).
 IMAGE_BASE64 = (
@@ -162,9 +160,7 @@ def build_server(settings: ConformanceSettings) -> BatteriesServer:
             raise InvalidInput(f"only test:// resources can be subscribed to, not {uri}")
 
     server = BatteriesServer(
-        "mcp-conformance-fixture",
         settings,
-        version=VERSION,
         title="MCP Batteries conformance fixture",
         instructions="Fixtures for the official MCP conformance suite; not a useful server.",
         subscriptions=check_subscription,
@@ -390,13 +386,12 @@ def build_server(settings: ConformanceSettings) -> BatteriesServer:
     return server
 
 
-def main(argv: list[str] | None = None) -> None:
-    run_main(
-        ConformanceSettings,
-        build_server,
-        description="Fixture server for the official MCP conformance suite.",
-        argv=argv,
-    )
+definition = ServerDefinition(
+    settings=ConformanceSettings,
+    build=f"{__name__}:build_server",
+    description="Fixture server for the official MCP conformance suite.",
+)
+main = definition.main
 
 
 if __name__ == "__main__":

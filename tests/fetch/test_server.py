@@ -202,7 +202,9 @@ async def test_other_requests_are_answered_while_a_page_converts(
 @pytest.mark.parametrize("era", ERAS)
 async def test_stdio_subprocess(site: Site, era: Era) -> None:
     url = serve_article(site)
-    async with connect(stdio_params("mcp-fetch", "--allow-private", "--log-level", "error"), era) as client:
+    async with connect(
+        stdio_params("mcp-batteries-fetch", "--allow-private", "--log-level", "error"), era
+    ) as client:
         first = await client.call_tool("fetch", {"url": url, "max_length": 300})
         text = texts(first)
         assert not first.is_error, text
@@ -217,7 +219,7 @@ async def test_stdio_subprocess(site: Site, era: Era) -> None:
 
 async def test_stdio_refuses_loopback_by_default(site: Site) -> None:
     url = serve_article(site)
-    async with connect(stdio_params("mcp-fetch"), "legacy") as client:
+    async with connect(stdio_params("mcp-batteries-fetch"), "legacy") as client:
         result = await client.call_tool("fetch", {"url": url})
     assert result.is_error and "--allow-private" in texts(result)
 
@@ -226,7 +228,7 @@ async def test_stdio_refuses_loopback_by_default(site: Site) -> None:
 async def test_http_transport(site: Site, era: Era) -> None:
     url = serve_article(site)
     async with (
-        http_server("mcp-fetch", "--allow-private") as running,
+        http_server("mcp-batteries-fetch", "--allow-private") as running,
         connect_http(running.url, era) as client,
     ):
         result = await client.call_tool("fetch", {"url": url, "format": "text", "max_length": 100_000})

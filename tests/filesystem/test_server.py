@@ -202,7 +202,9 @@ async def live_roundtrip(client: Client, era: Era, heard: Notifications, target:
 @pytest.mark.parametrize("era", ERAS)
 async def test_live_updates_over_stdio_for_changes_made_outside_the_server(root: Path, era: Era) -> None:
     heard = Notifications()
-    async with connect(stdio_params("mcp-filesystem", str(root)), era, message_handler=heard) as client:
+    async with connect(
+        stdio_params("mcp-batteries-filesystem", str(root)), era, message_handler=heard
+    ) as client:
         await live_roundtrip(client, era, heard, root / "notes.txt")
 
 
@@ -210,7 +212,7 @@ async def test_live_updates_over_stdio_for_changes_made_outside_the_server(root:
 async def test_live_updates_over_http_for_changes_made_outside_the_server(root: Path, era: Era) -> None:
     heard = Notifications()
     async with (
-        http_server("mcp-filesystem", str(root)) as running,
+        http_server("mcp-batteries-filesystem", str(root)) as running,
         connect_http(running.url, era, message_handler=heard) as client,
     ):
         await client.list_tools()
@@ -219,7 +221,10 @@ async def test_live_updates_over_http_for_changes_made_outside_the_server(root: 
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_http_serves_every_read_tool(root: Path, era: Era) -> None:
-    async with http_server("mcp-filesystem", str(root)) as running, connect_http(running.url, era) as c:
+    async with (
+        http_server("mcp-batteries-filesystem", str(root)) as running,
+        connect_http(running.url, era) as c,
+    ):
         result = await c.call_tool("grep", {"path": ".", "pattern": "hello"})
         assert "mod.py" in text(result)
 

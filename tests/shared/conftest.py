@@ -19,9 +19,7 @@ def build_demo(settings: DemoSettings | None = None) -> BatteriesServer:
         if not uri.startswith("demo://"):
             raise AccessDenied(f"only demo:// URIs can be subscribed to, not {uri}")
 
-    server = BatteriesServer(
-        "demo", settings or DemoSettings(), version="1.0", instructions="demo", subscriptions=check
-    )
+    server = BatteriesServer(settings or DemoSettings(), instructions="demo", subscriptions=check)
 
     @server.tool(title="Look", read_only=True)
     async def look(name: str) -> str:

@@ -74,7 +74,7 @@ def test_bad_environment_value_is_one_line_too(
 
 def test_a_real_server_rejects_bad_config_without_traceback(tmp_path: Path) -> None:
     done = subprocess.run(
-        [script_path("mcp-filesystem"), str(tmp_path / "missing-dir")],
+        [script_path("mcp-batteries-filesystem"), str(tmp_path / "missing-dir")],
         capture_output=True,
         text=True,
         timeout=60,
@@ -90,7 +90,7 @@ def test_a_service_that_cannot_start_is_one_line_and_exit_2_not_a_traceback() ->
         '"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
     )
     done = subprocess.run(
-        [script_path("mcp-sql"), "postgresql://nobody@127.0.0.1:9/nowhere"],
+        [script_path("mcp-batteries-sql"), "postgresql://nobody@127.0.0.1:9/nowhere"],
         input=initialize, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 2

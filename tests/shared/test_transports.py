@@ -30,7 +30,7 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 
 async def test_healthz_answers_without_auth(tree: Path) -> None:
     async with (
-        http_server("mcp-filesystem", str(tree), env={"MCP_AUTH_TOKEN": "s3cret"}) as running,
+        http_server("mcp-batteries-filesystem", str(tree), env={"MCP_AUTH_TOKEN": "s3cret"}) as running,
         httpx.AsyncClient() as http,
     ):
         response = await http.get(running.base_url + "/healthz")
@@ -38,7 +38,9 @@ async def test_healthz_answers_without_auth(tree: Path) -> None:
 
 
 async def test_a_token_is_required_when_set_and_compared_exactly(tree: Path) -> None:
-    async with http_server("mcp-filesystem", str(tree), env={"MCP_AUTH_TOKEN": "s3cret"}) as running:
+    async with http_server(
+        "mcp-batteries-filesystem", str(tree), env={"MCP_AUTH_TOKEN": "s3cret"}
+    ) as running:
         async with httpx.AsyncClient() as http:
             missing = await http.post(running.url, json=INIT, headers=MCP_HEADERS)
             wrong = await http.post(
@@ -61,14 +63,14 @@ async def test_a_token_is_required_when_set_and_compared_exactly(tree: Path) -> 
 async def test_dns_rebinding_protection_rejects_foreign_host_and_origin(
     tree: Path, headers: dict[str, str], status: int
 ) -> None:
-    async with http_server("mcp-filesystem", str(tree)) as running, httpx.AsyncClient() as http:
+    async with http_server("mcp-batteries-filesystem", str(tree)) as running, httpx.AsyncClient() as http:
         response = await http.post(running.url, json=INIT, headers={**MCP_HEADERS, **headers})
     assert response.status_code == status
 
 
 async def test_binding_all_interfaces_keeps_dns_rebinding_protection(tree: Path) -> None:
     args = (str(tree), "--host", "0.0.0.0", "--allowed-hosts", "mcp.example:*")
-    async with http_server("mcp-filesystem", *args, env={"MCP_AUTH_TOKEN": "t"}) as running:
+    async with http_server("mcp-batteries-filesystem", *args, env={"MCP_AUTH_TOKEN": "t"}) as running:
         url = running.url.replace("0.0.0.0", "127.0.0.1")
         auth = {**MCP_HEADERS, "Authorization": "Bearer t"}
         async with httpx.AsyncClient() as http:
@@ -81,7 +83,7 @@ async def test_binding_all_interfaces_keeps_dns_rebinding_protection(tree: Path)
 def test_non_loopback_without_auth_is_refused_with_one_line(tree: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "MCP_AUTH_TOKEN"}
     done = subprocess.run(
-        [script_path("mcp-filesystem"), str(tree), "--transport", "http", "--host", "0.0.0.0"],
+        [script_path("mcp-batteries-filesystem"), str(tree), "--transport", "http", "--host", "0.0.0.0"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -96,14 +98,14 @@ def test_non_loopback_without_auth_is_refused_with_one_line(tree: Path) -> None:
 async def test_both_eras_work_over_stateful_and_stateless_http(tree: Path, era: Era) -> None:
     for extra in ((), ("--stateless",)):
         async with (
-            http_server("mcp-filesystem", str(tree), *extra) as running,
+            http_server("mcp-batteries-filesystem", str(tree), *extra) as running,
             connect_http(running.url, era) as c,
         ):
             assert {t.name for t in (await c.list_tools()).tools} >= {"read_text_file", "grep"}
 
 
 async def test_sigterm_stops_the_http_server_cleanly(tree: Path) -> None:
-    async with http_server("mcp-filesystem", str(tree)) as running:
+    async with http_server("mcp-batteries-filesystem", str(tree)) as running:
         running.process.send_signal(signal.SIGTERM)
         code = await anyio.to_thread.run_sync(lambda: running.process.wait(timeout=15))
     assert code == 0
@@ -111,7 +113,7 @@ async def test_sigterm_stops_the_http_server_cleanly(tree: Path) -> None:
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_stdio_subprocess_speaks_both_eras(tree: Path, era: Era) -> None:
-    async with connect(stdio_params("mcp-filesystem", str(tree)), era) as client:
+    async with connect(stdio_params("mcp-batteries-filesystem", str(tree)), era) as client:
         result = await client.call_tool("list_allowed_directories", {})
     assert str(tree) in result.content[0].text
 
@@ -121,7 +123,7 @@ def test_stdio_stdout_carries_only_protocol_messages(tree: Path) -> None:
         json.dumps(INIT) + "\n" + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
     )
     done = subprocess.run(
-        [script_path("mcp-filesystem"), str(tree), "--log-level", "debug"],
+        [script_path("mcp-batteries-filesystem"), str(tree), "--log-level", "debug"],
         input=request,
         capture_output=True,
         text=True,
@@ -133,7 +135,7 @@ def test_stdio_stdout_carries_only_protocol_messages(tree: Path) -> None:
 
 def test_sigterm_stops_a_stdio_server_cleanly(tree: Path) -> None:
     process = subprocess.Popen(
-        [script_path("mcp-filesystem"), str(tree)],
+        [script_path("mcp-batteries-filesystem"), str(tree)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -152,7 +154,7 @@ def test_a_person_at_a_terminal_is_told_what_stdio_mode_is(tree: Path) -> None:
 
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [script_path("mcp-filesystem"), str(tree)],
+        [script_path("mcp-batteries-filesystem"), str(tree)],
         stdin=follower,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -149,7 +149,7 @@ async def test_postgres_query_and_describe(pg_seeded: Any, era: Era) -> None:
 # -- subprocesses ---------------------------------------------------------------------------
 @pytest.mark.parametrize("era", ERAS)
 async def test_stdio(sqlite_file: Path, era: Era) -> None:
-    async with connect(stdio_params("mcp-sql", f"sqlite:///{sqlite_file}"), era) as c:
+    async with connect(stdio_params("mcp-batteries-sql", f"sqlite:///{sqlite_file}"), era) as c:
         result = await c.call_tool("query", {"sql": "SELECT count(*) AS n FROM t"})
         assert result.structured_content["rows"] == [[3]]
         assert "execute" not in {t.name for t in (await c.list_tools()).tools}
@@ -157,7 +157,10 @@ async def test_stdio(sqlite_file: Path, era: Era) -> None:
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_http(sqlite_file: Path, era: Era) -> None:
-    async with http_server("mcp-sql", str(sqlite_file)) as running, connect_http(running.url, era) as c:
+    async with (
+        http_server("mcp-batteries-sql", str(sqlite_file)) as running,
+        connect_http(running.url, era) as c,
+    ):
         result = await c.call_tool("query", {"sql": "SELECT name FROM t WHERE id = ?", "params": [1]})
         assert result.structured_content["rows"] == [["alice"]]
 

@@ -13,6 +13,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from mcp_batteries.definition import ENTRY_POINT_GROUP, ServerDefinition, discover
 from mcp_batteries.testing import ERAS, Era, connect, script_path, stdio_params
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,20 +29,37 @@ def test_the_workspace_has_servers() -> None:
 
 
 @pytest.mark.parametrize("folder", SERVERS, ids=lambda p: p.name)
-def test_console_script_is_named_like_the_distribution_and_loads(folder: Path) -> None:
+def test_distribution_is_published_as_mcp_batteries_name_with_both_console_scripts(folder: Path) -> None:
+    # The short names (mcp-filesystem, mcp-fetch, mcp-sql) belong to other people on PyPI:
+    # `uvx mcp-filesystem` would run their code. Ours is published as mcp-batteries-NAME, and
+    # its console script of that name is what `uvx mcp-batteries-NAME` runs.
     meta = project(folder)
-    assert meta["name"] == f"mcp-{folder.name}"
+    published = f"mcp-batteries-{folder.name}"
+    assert meta["name"] == published
     scripts = meta["scripts"]
-    assert list(scripts) == [meta["name"]]
-    module, _, attr = scripts[meta["name"]].partition(":")
+    assert set(scripts) == {published, f"mcp-{folder.name}"}
+    assert scripts[published] == scripts[f"mcp-{folder.name}"]
+    module, _, attr = scripts[published].partition(":")
     assert callable(getattr(importlib.import_module(module), attr))
     assert any(dep.startswith("mcp>=2.3,<3") for dep in meta["dependencies"])
 
 
 @pytest.mark.parametrize("folder", SERVERS, ids=lambda p: p.name)
+def test_server_is_discoverable_through_the_entry_point_group(folder: Path) -> None:
+    meta = project(folder)
+    entry = meta["entry-points"][ENTRY_POINT_GROUP][folder.name]
+    module, _, attr = entry.partition(":")
+    definition = getattr(importlib.import_module(module), attr)
+    assert isinstance(definition, ServerDefinition)
+    assert definition.name == folder.name and definition.distribution == meta["name"]
+    assert definition.version == meta["version"]
+    assert folder.name in discover()
+
+
+@pytest.mark.parametrize("folder", SERVERS, ids=lambda p: p.name)
 def test_help_works_and_goes_to_stdout_with_exit_0(folder: Path) -> None:
     done = subprocess.run(
-        [script_path(f"mcp-{folder.name}"), "--help"], capture_output=True, text=True, timeout=60
+        [script_path(f"mcp-batteries-{folder.name}"), "--help"], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0
     assert "--transport" in done.stdout and "--read-only" in done.stdout
@@ -60,7 +78,7 @@ def default_args(folder: Path, tmp_path: Path) -> list[str]:
 @pytest.mark.parametrize("folder", SERVERS, ids=lambda p: p.name)
 async def test_starts_over_stdio_and_lists_tools(folder: Path, era: Era, tmp_path: Path) -> None:
     params = stdio_params(
-        f"mcp-{folder.name}", *default_args(folder, tmp_path), env={"XDG_DATA_HOME": str(tmp_path)}
+        f"mcp-batteries-{folder.name}", *default_args(folder, tmp_path), env={"XDG_DATA_HOME": str(tmp_path)}
     )
     async with connect(params, era) as client:
         tools = (await client.list_tools()).tools

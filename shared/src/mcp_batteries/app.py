@@ -42,6 +42,7 @@ from mcp.types import (
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_batteries import sdk
+from mcp_batteries.definition import distribution_version
 from mcp_batteries.errors import AccessDenied, BatteriesError, ConfigError, InvalidInput, NotFound
 from mcp_batteries.notify import RESOURCE_LIST, Interest, Notifier
 from mcp_batteries.settings import ServerSettings
@@ -114,15 +115,17 @@ class BatteriesServer:
 
     def __init__(
         self,
-        name: str,
         settings: ServerSettings,
         *,
-        version: str,
         instructions: str,
         title: str | None = None,
         subscriptions: SubscriptionCheck | None = None,
     ) -> None:
-        """`subscriptions`: pass a check to serve resource subscriptions; None serves none."""
+        """`subscriptions`: pass a check to serve resource subscriptions; None serves none.
+
+        The server's name is `mcp-<settings.server_name>` and its version that of the installed
+        distribution (`ServerSettings.distribution_name()`).
+        """
         self.settings = settings
         self.interest = Interest()
         self.bus = InMemorySubscriptionBus()
@@ -134,9 +137,9 @@ class BatteriesServer:
         self._declared_tools: list[str] = []
         self._check_subscription = subscriptions
         self.mcp = _Server(
-            name,
+            f"mcp-{settings.server_name}",
             title=title,
-            version=version,
+            version=distribution_version(settings.distribution_name()),
             instructions=instructions,
             lifespan=self._lifespan,
             subscriptions=self.bus,

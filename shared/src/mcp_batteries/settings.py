@@ -38,8 +38,12 @@ class ServerSettings(BaseSettings):
 
     model_config = SettingsConfigDict(extra="forbid", validate_default=True)
 
-    #: The server's short name (e.g. "filesystem"): the env prefix and the console script.
+    #: The server's short name (e.g. "filesystem"): the env prefix, the mount path in the bundle,
+    #: and the console scripts (`mcp-batteries-filesystem`, `mcp-filesystem`).
     server_name: ClassVar[str] = "server"
+    #: The distribution that installs the server; None means the convention `mcp-batteries-NAME`
+    #: (a server written outside this project sets its own).
+    distribution: ClassVar[str | None] = None
 
     transport: Literal["stdio", "http"] = Field(
         "stdio", description="How clients connect: stdio (a client starts this process) or http."
@@ -99,6 +103,10 @@ class ServerSettings(BaseSettings):
     @property
     def is_loopback(self) -> bool:
         return self.host in LOOPBACK_HOSTS or self.host.startswith("127.")
+
+    @classmethod
+    def distribution_name(cls) -> str:
+        return cls.distribution or f"mcp-batteries-{cls.server_name}"
 
     @classmethod
     def env_prefix(cls) -> str:

@@ -1,28 +1,26 @@
-"""`mcp-fetch` and `python -m mcp_fetch`."""
+"""`mcp-batteries-fetch` (also `mcp-fetch`, `python -m mcp_fetch`)."""
 
 from __future__ import annotations
 
-from mcp_batteries.runner import main as run_main
+from mcp_batteries.definition import ServerDefinition
 
 from mcp_fetch.config import FetchServerSettings
 
-DESCRIPTION = (
-    "MCP server that fetches web pages as clean Markdown: paged, robots.txt-aware and SSRF-safe "
-    "(private and internal addresses are refused unless allowed)."
+definition = ServerDefinition(
+    settings=FetchServerSettings,
+    build="mcp_fetch.server:build_server",
+    description=(
+        "MCP server that fetches web pages as clean Markdown: paged, robots.txt-aware and SSRF-safe "
+        "(private and internal addresses are refused unless allowed)."
+    ),
+    examples=(
+        ("", "stdio, for Claude Desktop, Cline, Cursor..."),
+        ("--allow-host intranet.example.com", "also reach one internal host"),
+        ("--proxy http://proxy:3128 --ignore-robots-txt", "through a proxy, without robots.txt"),
+        ("--transport http --port 8000", "Streamable HTTP on 127.0.0.1:8000/mcp"),
+    ),
 )
-EPILOG = """examples:
-  mcp-fetch                                      # stdio, for Claude Desktop, Cline, Cursor...
-  mcp-fetch --allow-host intranet.example.com    # also reach one internal host
-  mcp-fetch --proxy http://proxy:3128 --ignore-robots-txt
-  mcp-fetch --transport http --port 8000
-"""
-
-
-def main(argv: list[str] | None = None) -> None:
-    from mcp_fetch.server import build_server
-
-    run_main(FetchServerSettings, build_server, description=DESCRIPTION, epilog=EPILOG, argv=argv)
-
+main = definition.main
 
 if __name__ == "__main__":
     main()

@@ -20,8 +20,6 @@ from pydantic import Field
 from mcp_fetch.client import Fetcher, FetchResult, FetchSettings
 from mcp_fetch.config import FetchServerSettings, fetch_settings
 
-VERSION = "0.1.0"
-
 INSTRUCTIONS = """Fetches web pages (http/https) and returns their main content as Markdown, plain
 text or HTML, one chunk at a time: when a reply ends with a truncation notice, call fetch again
 with the start_index it names. JavaScript is not run. Private and internal addresses are refused
@@ -93,9 +91,7 @@ def tool_description(settings: FetchServerSettings) -> str:
 
 def build_server(settings: FetchServerSettings) -> BatteriesServer:
     server = BatteriesServer(
-        "mcp-fetch",
         settings,
-        version=VERSION,
         title="Fetch",
         instructions=INSTRUCTIONS,
     )

@@ -1,24 +1,22 @@
-"""`mcp-filesystem DIR [DIR...]` and `python -m mcp_filesystem`."""
+"""`mcp-batteries-filesystem DIR [DIR...]` (also `mcp-filesystem`, `python -m mcp_filesystem`)."""
 
 from __future__ import annotations
 
-from mcp_batteries.runner import main as run_main
+from mcp_batteries.definition import ServerDefinition
 
 from mcp_filesystem.config import FilesystemSettings
 
-DESCRIPTION = "MCP server for local files: read, write, edit, search and watch files inside DIRs only."
-EPILOG = """examples:
-  mcp-filesystem ~/project                      # stdio, for Claude Desktop, Cline, Cursor...
-  mcp-filesystem ~/project --read-only          # no tool that writes is offered
-  mcp-filesystem ~/docs --transport http --port 8000
-"""
-
-
-def main(argv: list[str] | None = None) -> None:
-    from mcp_filesystem.server import build_server
-
-    run_main(FilesystemSettings, build_server, description=DESCRIPTION, epilog=EPILOG, argv=argv)
-
+definition = ServerDefinition(
+    settings=FilesystemSettings,
+    build="mcp_filesystem.server:build_server",
+    description="MCP server for local files: read, write, edit, search and watch files inside DIRs only.",
+    examples=(
+        ("~/project", "stdio, for Claude Desktop, Cline, Cursor..."),
+        ("~/project --read-only", "no tool that writes is offered"),
+        ("~/docs --transport http --port 8000", "Streamable HTTP on 127.0.0.1:8000/mcp"),
+    ),
+)
+main = definition.main
 
 if __name__ == "__main__":
     main()

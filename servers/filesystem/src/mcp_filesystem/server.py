@@ -29,8 +29,6 @@ from mcp_filesystem.info import get_file_info as file_info
 from mcp_filesystem.info import guess_mime_type
 from mcp_filesystem.live import LiveFiles, path_to_uri
 
-VERSION = "0.1.0"
-
 INSTRUCTIONS = """Files inside the operator's allowed directories (call list_allowed_directories first).
 Paths may be absolute or relative to the first allowed directory. Reads are paged: when a result
 says it was truncated, call again with the offset it names. Files are also resources
@@ -68,9 +66,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         resolve_path(file_uri_to_path(uri), await roots.effective(session), must_exist=False)
 
     server = BatteriesServer(
-        "mcp-filesystem",
         settings,
-        version=VERSION,
         title="Filesystem",
         instructions=INSTRUCTIONS,
         subscriptions=check_subscription,

@@ -1,26 +1,24 @@
-"""`mcp-sql [URL | name=URL ...]` and `python -m mcp_sql`."""
+"""`mcp-batteries-sql [URL | name=URL ...]` (also `mcp-sql`, `python -m mcp_sql`)."""
 
 from __future__ import annotations
 
-from mcp_batteries.runner import main as run_main
+from mcp_batteries.definition import ServerDefinition
 
 from mcp_sql.config import SqlSettings
 
-DESCRIPTION = "MCP server for SQLite and PostgreSQL: read-only queries, schema as live resources."
-EPILOG = """examples:
-  mcp-sql sqlite:////abs/path/app.db                 # stdio, for Claude Desktop, Cline, Cursor...
-  mcp-sql postgresql://mcp_ro@localhost/app          # PostgreSQL, read-only
-  mcp-sql --db app=./app.db --db wh=postgresql://localhost/wh
-  mcp-sql ./app.db --allow-write                     # also offer the execute tool
-  mcp-sql                                            # an embedded SQLite file
-"""
-
-
-def main(argv: list[str] | None = None) -> None:
-    from mcp_sql.server import build_server
-
-    run_main(SqlSettings, build_server, description=DESCRIPTION, epilog=EPILOG, argv=argv)
-
+definition = ServerDefinition(
+    settings=SqlSettings,
+    build="mcp_sql.server:build_server",
+    description="MCP server for SQLite and PostgreSQL: read-only queries, schema as live resources.",
+    examples=(
+        ("sqlite:////abs/path/app.db", "stdio, for Claude Desktop, Cline, Cursor..."),
+        ("postgresql://mcp_ro@localhost/app", "PostgreSQL, read-only"),
+        ("--db app=./app.db --db wh=postgresql://localhost/wh", "two named databases"),
+        ("./app.db --allow-write", "also offer the execute tool"),
+        ("", "an embedded SQLite file in the user's data directory"),
+    ),
+)
+main = definition.main
 
 if __name__ == "__main__":
     main()

@@ -22,7 +22,6 @@ from mcp_sql.urls import parse_database_specs, redact_url
 
 logger = logging.getLogger(__name__)
 
-VERSION = "0.1.0"
 PAGE_SIZE = 100
 MAX_COMPLETIONS = 100
 
@@ -80,9 +79,7 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
 
     databases_list = ", ".join(f"{n} ({redact_url(u)})" for n, u in specs.items())
     server = BatteriesServer(
-        "mcp-sql",
         settings,
-        version=VERSION,
         title="SQL",
         instructions=INSTRUCTIONS
         + f"\nDatabases: {databases_list}."
