@@ -299,8 +299,9 @@ class BatteriesServer:
     async def notify_resource_updated(self, uri: str) -> None:
         await self.notifier.resource_updated(uri)
 
-    async def notify_resources_list_changed(self) -> None:
-        await self.notifier.resources_list_changed()
+    async def notify_resources_list_changed(self, connection: sdk.Connection | None = None) -> None:
+        """Tell every client (or only `connection`, e.g. after its roots narrowed what it sees)."""
+        await self.notifier.resources_list_changed(connection)
 
     async def notify_tools_list_changed(self) -> None:
         await self.notifier.tools_list_changed()

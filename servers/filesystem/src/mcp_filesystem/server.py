@@ -73,7 +73,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     )
 
     async def roots_changed(connection: Any) -> None:
-        await server.notifier.resources_list_changed(connection)
+        await server.notify_resources_list_changed(connection)
 
     roots = RootsTracker(allowed, lambda configured, paths: configured.narrowed(paths), roots_changed)
     roots.install(server)
