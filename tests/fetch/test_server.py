@@ -291,3 +291,45 @@ def test_flags_become_fetch_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from_env = fetch_settings(FetchServerSettings())
     assert from_env.allow_hosts == ("a.example", "b.example")
     assert from_env.ignore_robots_txt is True
+
+
+MALFORMED_URLS = {
+    "http://127.0.0.1:99999/": "port 99999 is out of range",
+    "http://xn--zz.invalid/": "not a valid internationalised (punycode) label",
+    "http://user:pw@127.0.0.1/": "user name or password",
+    "http://exa mple.com/": "is not a valid host name",
+    "http://example.com/" + "a" * 20_000: "characters long, and at most 8192 are accepted",
+    "gopher://example.com/": "only absolute http:// and https:// URLs",
+    "http://[fe80::1%25eth0]/": "zone id",
+    "http:///nohost": "no host name",
+}
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_malformed_urls_get_specific_errors_and_the_next_call_works(site: Site, era: Era) -> None:
+    url = serve_article(site)
+    async with connect(build_server(settings()).mcp, era) as client:
+        for bad, problem in MALFORMED_URLS.items():
+            result = await client.call_tool("fetch", {"url": bad})
+            assert result.is_error, bad
+            assert problem in texts(result), texts(result)
+            assert "Error executing tool" not in texts(result)
+            good = await client.call_tool("fetch", {"url": url})
+            assert not good.is_error, texts(good)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_page_in_a_hostile_charset_never_breaks_the_reply(site: Site, era: Era) -> None:
+    # UTF-7 would decode `+2AA-` to a lone surrogate, which no JSON reply can carry.
+    site.serve("/robots.txt", "", content_type="text/plain")
+    site.serve(
+        "/utf7",
+        b"<html><head><title>T +2AA-</title></head><body><main><p>x +2AA- caf\xe9</p></main></body></html>",
+        content_type="text/html; charset=utf-7",
+    )
+    async with connect(build_server(settings()).mcp, era) as client:
+        for arguments in ({"url": site.url("/utf7")}, {"url": site.url("/utf7"), "raw": True}):
+            result = await client.call_tool("fetch", arguments)
+            assert not result.is_error, texts(result)
+            assert "x +2AA- café" in texts(result)
+        assert not (await client.call_tool("fetch", {"url": serve_article(site)})).is_error

@@ -138,7 +138,9 @@ async def test_hostname_with_one_private_address_among_public_ones_is_refused(si
 
     client = Fetcher(FetchSettings(ignore_robots_txt=True), resolver=resolver)
     try:
-        with pytest.raises(AccessDenied, match=r"resolves to 10\.0\.0\.5, which is a private-network address"):
+        with pytest.raises(
+            AccessDenied, match=r"resolves to 10\.0\.0\.5, which is a private-network address"
+        ):
             await client.fetch("http://mixed.example/")
     finally:
         await client.aclose()
@@ -249,7 +251,10 @@ async def test_unresolvable_host_is_an_upstream_error() -> None:
 @pytest.mark.parametrize(
     ("url", "address_class"),
     [
-        ("http://169.254.169.254/latest/meta-data/", "169.254.169.254 is a cloud metadata endpoint (link-local)"),
+        (
+            "http://169.254.169.254/latest/meta-data/",
+            "169.254.169.254 is a cloud metadata endpoint (link-local)",
+        ),
         ("http://10.0.0.1/", "10.0.0.1 is a private-network address"),
         ("http://127.0.0.1:8080/admin", "127.0.0.1 is a loopback address"),
         ("http://[::1]/", "::1 is a loopback address"),

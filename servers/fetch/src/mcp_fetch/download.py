@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import importlib.util
 import ssl
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
 
@@ -228,40 +229,49 @@ class Downloader:
     ) -> Response:
         settings = self._settings
         limit = max_bytes or settings.max_download_bytes
-        started = anyio.current_time()
-        hop_limit = settings.connect_timeout + settings.read_timeout
-        remaining = deadline - started
+        remaining = deadline - anyio.current_time()
         if remaining <= 0:
             raise self._fetch_timeout(url)
         origin = (url_host(url), url_port(url))
-        holding = False
-        try:
-            with anyio.fail_after(min(hop_limit, remaining)):
-                async with self._slots.hold(origin):
-                    holding = True
-                    request = self._client.build_request("GET", url, headers=headers)
-                    response = await self._client.send(request, stream=True)
-                    try:
-                        if response.status_code in _REDIRECT_STATUSES:
-                            return Response(url, response.status_code, response.headers, b"")
-                        declared = response.headers.get("content-length", "")
-                        if declared.isdigit() and int(declared) > limit:
-                            raise BodyTooLarge()
-                        decoder = BoundedDecoder(response.headers.get("content-encoding", ""), limit)
-                        pieces = [decoder.feed(chunk) async for chunk in response.aiter_raw()]
-                        pieces.append(decoder.finish())
-                    finally:
-                        await response.aclose()
-                    return Response(url, response.status_code, response.headers, b"".join(pieces))
-        except TimeoutError as exc:
-            if not holding:
+        async with AsyncExitStack() as stack:
+            # Waiting for a slot of this host is waiting for a connection: bounded like the pool's wait.
+            try:
+                with anyio.fail_after(min(settings.connect_timeout, remaining)):
+                    await stack.enter_async_context(self._slots.hold(origin))
+            except TimeoutError as exc:
+                if remaining < settings.connect_timeout:
+                    raise self._fetch_timeout(url) from exc
                 host, port = origin
                 raise LimitExceeded(
-                    f"Fetching {url} gave up after waiting {anyio.current_time() - started:.1f} s for a "
-                    f"connection: all {self._slots.per_host} connections allowed to {host}:{port} are busy "
-                    "with other fetches of that host, which has not answered them yet (it may be slow or "
-                    "hanging). Try again later; the operator can raise --max-connections-per-host."
+                    f"Fetching {url} gave up after waiting {settings.connect_timeout:g} s for a connection: "
+                    f"all {self._slots.per_host} connections allowed to {host}:{port} are busy with other "
+                    "fetches of that host, which has not answered them yet (it may be slow or hanging). Try "
+                    "again later; the operator can raise --max-connections-per-host."
                 ) from exc
+            return await self._request(url, headers, limit, deadline)
+
+    async def _request(self, url: str, headers: dict[str, str], limit: int, deadline: float) -> Response:
+        """One GET on a connection slot already held: status, headers and the bounded, decoded body."""
+        settings = self._settings
+        hop_limit = settings.connect_timeout + settings.read_timeout
+        remaining = deadline - anyio.current_time()
+        try:
+            with anyio.fail_after(min(hop_limit, max(remaining, 0))):
+                request = self._client.build_request("GET", url, headers=headers)
+                response = await self._client.send(request, stream=True)
+                try:
+                    if response.status_code in _REDIRECT_STATUSES:
+                        return Response(url, response.status_code, response.headers, b"")
+                    declared = response.headers.get("content-length", "")
+                    if declared.isdigit() and int(declared) > limit:
+                        raise BodyTooLarge()
+                    decoder = BoundedDecoder(response.headers.get("content-encoding", ""), limit)
+                    pieces = [decoder.feed(chunk) async for chunk in response.aiter_raw()]
+                    pieces.append(decoder.finish())
+                finally:
+                    await response.aclose()
+                return Response(url, response.status_code, response.headers, b"".join(pieces))
+        except TimeoutError as exc:
             if remaining < hop_limit:
                 raise self._fetch_timeout(url) from exc
             raise LimitExceeded(
