@@ -260,6 +260,10 @@ async def test_unresolvable_host_is_an_upstream_error() -> None:
         ("http://[::1]/", "::1 is a loopback address"),
         ("http://100.64.0.1/", "100.64.0.1 is a carrier-grade NAT address"),
         ("http://169.254.1.1/", "169.254.1.1 is a link-local address"),
+        (
+            "http://[::ffff:169.254.169.254]/",
+            "::ffff:a9fe:a9fe is an IPv6 address embedding 169.254.169.254, which is a cloud metadata",
+        ),
     ],
 )
 async def test_policy_refusal_is_reported_as_such_before_robots_txt_is_consulted(

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 from mcp_batteries.errors import AccessDenied, InvalidInput, UpstreamError
+from mcp_fetch.client import Fetcher
 from mcp_fetch.urls import MAX_URL_LENGTH, validated_url
+
+from .conftest import Site, loopback_settings
 
 
 @pytest.mark.parametrize(
@@ -79,3 +82,28 @@ def test_malformed_redirect_target_names_the_redirect() -> None:
         validated_url("http://127.0.0.1:99999/", redirected_from="http://a.example/")
     with pytest.raises(AccessDenied, match=r"only http:// and https:// redirects are followed"):
         validated_url("file:///etc/passwd", redirected_from="http://a.example/")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("location", "problem"),
+    [
+        ("http://127.0.0.1:99999/", "which cannot be fetched: its port 99999 is out of range"),
+        ("http://xn--zz.invalid/", "redirected to a location that is not a valid URL (Invalid A-label)"),
+        ("http://user:pw@127.0.0.1/", "holds a user name or password"),
+        ("http://[fe80::1%25eth0]/", "zone id"),
+        ("javascript:alert(1)", "redirected to a location that is not a valid URL"),
+    ],
+)
+async def test_malformed_redirect_targets_get_specific_errors(
+    site: Site, location: str, problem: str
+) -> None:
+    site.redirect("/go", location)
+    client = Fetcher(loopback_settings(ignore_robots_txt=True))
+    try:
+        with pytest.raises(UpstreamError) as caught:
+            await client.fetch(site.url("/go"))
+    finally:
+        await client.aclose()
+    assert str(caught.value).startswith(f"{site.url('/go')} redirected to")
+    assert problem in str(caught.value)

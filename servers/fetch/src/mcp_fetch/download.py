@@ -258,7 +258,14 @@ class Downloader:
         try:
             with anyio.fail_after(min(hop_limit, max(remaining, 0))):
                 request = self._client.build_request("GET", url, headers=headers)
-                response = await self._client.send(request, stream=True)
+                try:
+                    response = await self._client.send(request, stream=True)
+                except (httpx.InvalidURL, UnicodeError) as exc:
+                    # httpx parses a redirect's Location while receiving the response, and fails there.
+                    raise UpstreamError(
+                        f"{url} redirected to a location that is not a valid URL ({exc}); the page cannot "
+                        "be fetched."
+                    ) from exc
                 try:
                     if response.status_code in _REDIRECT_STATUSES:
                         return Response(url, response.status_code, response.headers, b"")

@@ -198,7 +198,7 @@ class AddressRefused(AccessDenied):
         self.host, self.address, self.reason = host, address, reason
         target = url or host
         lead = f"{redirected_from} redirected to {target}, and " if redirected_from else f"{target}: "
-        is_literal = host == str(address)
+        is_literal = _is_ip_literal(host, address)
         where = (
             f"{address} is {reason}"
             if is_literal
@@ -210,6 +210,13 @@ class AddressRefused(AccessDenied):
             f"target can start the server with --allow-private-host {address if is_literal else host} "
             "(that host or network only) or --allow-private (every private address)."
         )
+
+
+def _is_ip_literal(host: str, address: IPAddress) -> bool:
+    try:
+        return ipaddress.ip_address(host) == address
+    except ValueError:
+        return False
 
 
 class CheckedResolver:
