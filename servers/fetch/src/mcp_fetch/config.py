@@ -10,7 +10,6 @@ where --allow-private-host (which internal hosts fetch may reach) was meant.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
 
 from mcp_batteries.errors import ConfigError
 from mcp_batteries.settings import NameList, ServerSettings
@@ -34,6 +33,7 @@ class FetchServerSettings(ServerSettings):
         None,
         description="Proxy URL for all requests: http://proxy:3128, https://... or socks5://... "
         "(SOCKS needs the socksio package). The proxy resolves names.",
+        json_schema_extra={"metavar": "URL"},
     )
     connect_timeout: float = Field(
         _DEFAULTS.connect_timeout,
@@ -72,12 +72,13 @@ class FetchServerSettings(ServerSettings):
     allow_private_host: NameList = Field(
         default_factory=list,
         description="A private/internal host name, IP address or CIDR network that fetch may reach "
-        "despite the SSRF protection, e.g. intranet.example.com, 10.0.0.0/8, *.corp.example "
-        "(comma-separated or repeated).",
+        "despite the SSRF protection, e.g. intranet.example.com, 10.0.0.0/8, *.corp.example.",
+        json_schema_extra={"metavar": "HOST_OR_NETWORK"},
     )
     allow_host: NameList = Field(
         default_factory=list,
         description="Old name of --allow-private-host (still accepted).",
+        json_schema_extra={"metavar": "HOST_OR_NETWORK"},
     )
     allow_private: bool = Field(
         False,
@@ -92,15 +93,6 @@ class FetchServerSettings(ServerSettings):
         ge=1,
         description="Converted pages kept in memory so paging with start_index does not refetch.",
     )
-
-    @field_validator("allow_private_host", "allow_host", mode="before")
-    @classmethod
-    def _split_hosts(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        if isinstance(value, list):
-            return [p.strip() for item in value for p in str(item).split(",") if p.strip()]
-        return value
 
     @field_validator("allow_private_host", "allow_host")
     @classmethod
