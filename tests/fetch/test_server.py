@@ -12,8 +12,10 @@ import pytest
 from mcp.types import ImageContent, TextContent
 from mcp_batteries.testing import ERAS, Era, connect, connect_http, http_server, stdio_params
 from mcp_fetch import extract as extract_module
+from mcp_fetch.client import FetchSettings
 from mcp_fetch.config import FetchServerSettings
 from mcp_fetch.server import build_server
+from mcp_fetch.service import FetchService
 
 from .conftest import PAGES, Site
 
@@ -333,3 +335,20 @@ async def test_a_page_in_a_hostile_charset_never_breaks_the_reply(site: Site, er
             assert not result.is_error, texts(result)
             assert "x +2AA- café" in texts(result)
         assert not (await client.call_tool("fetch", {"url": serve_article(site)})).is_error
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_prompt_failure_for_a_huge_or_unencodable_url_is_a_bounded_message(era: Era) -> None:
+    async with connect(build_server(settings()).mcp, era) as client:
+        huge = await client.get_prompt("fetch", {"url": "http://example.com/" + "a" * 50_000})
+        text = huge.messages[0].content.text  # type: ignore[union-attr]
+        assert text.startswith("Failed to fetch http://example.com/aaa") and len(text) < 1000
+        assert "at most 8192 are accepted" in text
+
+
+async def test_prompt_failure_for_a_url_with_a_lone_surrogate_can_be_serialized() -> None:
+    service = FetchService(FetchSettings())
+    async with service.running():
+        text = await service.prompt_text("http://example.com/\ud800")
+    assert text.startswith("Failed to fetch http://example.com/\ufffd: ")
+    text.encode("utf-8")

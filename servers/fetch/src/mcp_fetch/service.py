@@ -14,9 +14,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from mcp_batteries.errors import BatteriesError
+from mcp_batteries.names import scrub
 
 from .client import Fetcher, FetchResult, FetchSettings, Format
 from .netguard import Resolver
+from .urls import shorten
 
 INSTRUCTIONS = """Fetches web pages (http/https) and returns their main content as Markdown, plain
 text or HTML, one chunk at a time: when a reply ends with a truncation notice, call fetch again
@@ -85,7 +87,8 @@ class FetchService:
         try:
             result = await self.fetcher.fetch(url, max_length=PROMPT_MAX_LENGTH, check_robots=False)
         except BatteriesError as exc:
-            return f"Failed to fetch {url}: {exc}"
+            # The URL is repeated as the user typed it: bounded, and safe to serialize whatever it holds.
+            return f"Failed to fetch {shorten(scrub(url))}: {exc}"
         if result.image is not None:
             return (
                 f"Contents of {result.final_url}: an image ({result.image_mime}); "
