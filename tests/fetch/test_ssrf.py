@@ -351,3 +351,26 @@ def test_allow_list_entries_are_normalised() -> None:
     )
     assert policy.allowed_names == frozenset({"intranet.example", "xn--bcher-kva.example", "*.corp.example"})
     assert [str(n) for n in policy.allowed_networks] == ["::1/128", "10.0.0.0/8"]
+
+
+async def test_through_a_proxy_each_target_is_still_checked_before_the_request(site: Site) -> None:
+    # The test site plays the proxy: it receives absolute-form request targets.
+    site.serve("http://public.example/page", "<main><p>Relayed by the proxy.</p></main>")
+    site.redirect("http://public.example/go", "http://internal.example/secret")
+
+    async def resolver(host: str, port: int) -> list[IPAddress]:
+        return [ipaddress.ip_address("93.184.215.14" if host == "public.example" else "10.0.0.5")]
+
+    client = Fetcher(FetchSettings(ignore_robots_txt=True, proxy=site.url()), resolver=resolver)
+    try:
+        result = await client.fetch("http://public.example/page")
+        with pytest.raises(AddressRefused) as caught:
+            await client.fetch("http://public.example/go")
+    finally:
+        await client.aclose()
+    assert "Relayed by the proxy." in result.content
+    assert str(caught.value).startswith(
+        "Refused by the SSRF policy: http://public.example/go redirected to http://internal.example/secret, "
+        "and the host internal.example resolves to 10.0.0.5, which is a private-network address."
+    )
+    assert [path for path, _ in site.requests] == ["http://public.example/page", "http://public.example/go"]
