@@ -8,6 +8,7 @@ its own fields; `mcp_batteries.cli` turns every field into a flag automatically.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
@@ -15,6 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar
 from pydantic import BeforeValidator, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
@@ -24,6 +26,8 @@ from pydantic_settings import (
 #: The TOML file for the settings being built; a context variable because pydantic-settings
 #: builds its sources from the class, not from the instance.
 _config_file: ContextVar[Path | None] = ContextVar("mcp_batteries_config_file", default=None)
+#: Or the settings' table already read from a file (one server's table in the bundle's file).
+_config_table: ContextVar[Mapping[str, Any] | None] = ContextVar("mcp_batteries_config_table", default=None)
 
 
 def split_names(value: Any) -> Any:
@@ -143,8 +147,11 @@ class ServerSettings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_table = _config_table.get()
         config_file = _config_file.get()
-        if config_file is not None:
+        if config_table is not None:
+            sources.append(InitSettingsSource(settings_cls, init_kwargs=dict(config_table)))
+        elif config_file is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=config_file))
         return tuple(sources)
 
@@ -154,10 +161,22 @@ class ServerSettings(BaseSettings):
         cls.model_config = {**cls.model_config, "env_prefix": cls.env_prefix()}
 
 
-def build_settings(cls: type[S], cli_values: dict[str, Any], config_file: Path | None) -> S:
-    """Build settings with CLI values on top of environment and the TOML file."""
-    token = _config_file.set(config_file)
+def build_settings(
+    cls: type[S],
+    cli_values: dict[str, Any],
+    config_file: Path | None,
+    *,
+    config_table: Mapping[str, Any] | None = None,
+) -> S:
+    """Build settings with CLI values on top of environment and the TOML file.
+
+    `config_table`: the file's values already read (the bundle passes each server its own
+    table of the bundle's file); it takes the file's place in the precedence.
+    """
+    file_token = _config_file.set(config_file)
+    table_token = _config_table.set(config_table)
     try:
         return cls(**cli_values)
     finally:
-        _config_file.reset(token)
+        _config_table.reset(table_token)
+        _config_file.reset(file_token)
