@@ -1,24 +1,159 @@
-"""Static bearer-token authentication for the HTTP transport.
+"""Authentication for the HTTP transport: one layer, three sources, one `Caller`.
 
-A pure ASGI middleware rather than the SDK's OAuth resource-server mode: with one shared token
-there is no authorization server to advertise, and a `WWW-Authenticate` header pointing at
-OAuth metadata would send clients into a discovery flow that cannot succeed.
+    app = authenticate(app, settings, resource_path="/mcp", writing_tools=server.writing_tools)
+
+Sources (any combination; a presented token is tried against each in this order):
+
+- the static bearer token (`MCP_AUTH_TOKEN` / `--auth-token-file`): one shared secret, one caller
+  named "token";
+- a tokens file (`--tokens-file`, TOML, documented in docs/configuration.md): each token (or its
+  SHA-256) names a user, the workspaces that user may use and optional scopes; reloaded when
+  the file changes;
+- OAuth 2.1 access tokens (JWT) from `--oauth-issuer` for `--oauth-audience`, per the MCP
+  authorization spec: this server is a resource server. Keys come from the issuer's JWKS (found
+  through its RFC 8414 / OpenID metadata, or `--oauth-jwks-url`), cached, and refetched when a
+  token names an unknown key id, at most once per `JWKS_REFETCH_INTERVAL_S`, so key rotation
+  works and forged key ids cannot hammer the issuer. Only asymmetric algorithms are accepted.
+
+Every source yields a `Caller` (`mcp_batteries.identity`), stored as an SDK `AccessToken` in
+`scope["user"]` (which binds each stateful session to the principal that opened it: anyone else
+gets 404), `scope["auth"]` and the SDK's auth context variable, which the SDK carries with each
+message into the handler's task; `identity.current_caller()` reads it there.
+
+Scopes: the write scope grants every tool; the read scope alone shows the server as if it ran
+with `--read-only` (the per-caller filter lives in `app.py`); an OAuth token with neither is
+refused with 403. An OAuth caller without the write scope who calls a writing tool gets 403
+`insufficient_scope` at the HTTP layer (so OAuth clients can step up), with a JSON-RPC error body
+that names the scope.
+
+With OAuth, Protected Resource Metadata (RFC 9728) is served at
+`/.well-known/oauth-protected-resource<resource path>` and a 401 carries
+`WWW-Authenticate: Bearer resource_metadata="..."`. Without OAuth a 401 says only
+`Bearer realm="mcp"`: a shared secret has no authorization server to discover, and pointing
+clients at OAuth metadata would send them into a flow that cannot succeed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
+import logging
+import math
 import os
+import re
+import time
+import tomllib
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+import anyio
+import jwt
+from starlette.authentication import AuthCredentials
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mcp_batteries import sdk
 from mcp_batteries.errors import ConfigError
+from mcp_batteries.identity import Caller, access_token_for, caller_from_access_token
+
+if TYPE_CHECKING:
+    from mcp_batteries.settings import ServerSettings
+
+__all__ = [
+    "ALGORITHMS",
+    "PUBLIC_PATHS",
+    "TOKEN_ENV",
+    "AuthMiddleware",
+    "Authenticator",
+    "JwksKeys",
+    "KeysUnavailable",
+    "OAuthVerifier",
+    "Refusal",
+    "ScopeNames",
+    "TokensFile",
+    "authenticate",
+    "build_authenticator",
+    "load_token",
+    "load_tokens_file",
+    "metadata_path",
+    "protected_resource_route",
+]
+
+logger = logging.getLogger(__name__)
 
 TOKEN_ENV = "MCP_AUTH_TOKEN"
 #: Paths served without a token: liveness probes must not need the secret.
 PUBLIC_PATHS = frozenset({"/healthz"})
+WELL_KNOWN_RESOURCE = "/.well-known/oauth-protected-resource"
+
+#: Asymmetric JWS algorithms only: `none` and HMAC (the RS/HS confusion attack) never verify.
+ALGORITHMS = frozenset(
+    {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+)
+_KEY_TYPE = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}
+_CURVE = {"ES256": "P-256", "ES384": "P-384", "ES512": "P-521", "EdDSA": "Ed25519"}
+#: Clock skew tolerated on `exp`, `nbf` and `iat`.
+LEEWAY_S = 30
+#: Least time between JWKS refetches caused by tokens naming an unknown key id.
+JWKS_REFETCH_INTERVAL_S = 30.0
+#: Keys are refreshed this long after they were fetched (a key the issuer withdrew stops working).
+JWKS_MAX_AGE_S = 900.0
+#: After a failed fetch, the next attempt waits this long (requests meanwhile get 503 or old keys).
+JWKS_RETRY_AFTER_FAILURE_S = 5.0
+FETCH_TIMEOUT_S = 5.0
+MAX_METADATA_BYTES = 1 << 20
+MAX_TOKEN_CHARS = 16_384
+#: A verified OAuth token is trusted without re-verification for at most this long.
+VERIFIED_TOKEN_TTL_S = 300.0
+MAX_CACHED_TOKENS = 4096
+TOKENS_FILE_RECHECK_S = 2.0
+MIN_TOKEN_CHARS = 16
+#: Largest request body read to see which tool an OAuth read-only caller calls (the SDK's limit).
+MAX_PEEK_BYTES = 4 * 1024 * 1024
+#: JSON-RPC code of a request refused for authentication or authorization (implementation-defined).
+AUTH_ERROR_CODE = -32001
+
+
+# -- refusals ----------------------------------------------------------------------------------
+
+
+class Refusal(Exception):
+    """A request refused for authentication (401) or authorization (403)."""
+
+    def __init__(self, status: int, description: str, *, error: str | None = None) -> None:
+        super().__init__(description)
+        self.status = status
+        self.description = description
+        #: RFC 6750 error code: "invalid_token", "insufficient_scope", or None (no credentials).
+        self.error = error
+
+
+def _invalid(description: str) -> Refusal:
+    return Refusal(401, description, error="invalid_token")
+
+
+class KeysUnavailable(Exception):
+    """The issuer's keys cannot be fetched now, so no OAuth token can be verified (503)."""
+
+
+@dataclass(frozen=True)
+class ScopeNames:
+    """The two scopes this server understands (`--oauth-read-scope`, `--oauth-write-scope`)."""
+
+    read: str
+    write: str
+
+    def both(self) -> frozenset[str]:
+        return frozenset({self.read, self.write})
+
+
+# -- static token ------------------------------------------------------------------------------
 
 
 def load_token(token_file: Path | None) -> str | None:
@@ -35,41 +170,842 @@ def load_token(token_file: Path | None) -> str | None:
     return token or None
 
 
-class BearerTokenMiddleware:
-    """Rejects HTTP requests without `Authorization: Bearer <token>` (constant-time compare)."""
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+
+# -- tokens file -------------------------------------------------------------------------------
+
+_TOKEN_KEYS = frozenset({"user", "token", "sha256", "workspaces", "scopes"})
+_HEX64 = re.compile(r"[0-9a-fA-F]{64}")
+_PRINTABLE = re.compile(r"[^\x00-\x1f\x7f]+")
+
+
+def load_tokens_file(path: Path, scopes: ScopeNames) -> dict[bytes, Caller]:
+    """Parse a tokens file into SHA-256(token) -> Caller; any mistake is one-line ConfigError.
+
+    ```toml
+    [[tokens]]
+    user = "alice"
+    sha256 = "<hex SHA-256 of the token>"   # or: token = "<the token itself>"
+    workspaces = ["team-a", "shared"]       # optional; omitted or ["*"]: every workspace
+    scopes = ["mcp:read"]                   # optional; default: read and write
+    ```
+    """
+    where = f"--tokens-file {path}"
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read it: {exc.strerror}") from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: not valid TOML: {exc}") from exc
+    unknown = sorted(set(data) - {"tokens"})
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; the file holds [[tokens]] entries")
+    entries = data.get("tokens")
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError(f"{where}: no [[tokens]] entries")
+    found: dict[bytes, Caller] = {}
+    for number, entry in enumerate(entries, 1):
+        digest, caller = _token_entry(entry, f"{where}: [[tokens]] entry {number}", scopes)
+        if digest in found:
+            raise ConfigError(f"{where}: [[tokens]] entry {number} repeats the token of an earlier entry")
+        found[digest] = caller
+    return found
+
+
+def _token_entry(entry: Any, where: str, scopes: ScopeNames) -> tuple[bytes, Caller]:
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: must be a table")
+    unknown = sorted(set(entry) - _TOKEN_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(_TOKEN_KEYS))}"
+        )
+    user = entry.get("user")
+    if not isinstance(user, str) or not _PRINTABLE.fullmatch(user) or user != user.strip():
+        raise ConfigError(f"{where}: 'user' must be a non-empty name without control characters")
+    if ("token" in entry) == ("sha256" in entry):
+        raise ConfigError(f"{where} ({user}): give exactly one of 'token' or 'sha256' (preferred)")
+    if "token" in entry:
+        token = entry["token"]
+        if not isinstance(token, str) or len(token) < MIN_TOKEN_CHARS or token != token.strip():
+            raise ConfigError(
+                f"{where} ({user}): 'token' must be at least {MIN_TOKEN_CHARS} characters, "
+                "without surrounding spaces"
+            )
+        digest = _digest(token)
+    else:
+        hexed = entry["sha256"]
+        if not isinstance(hexed, str) or not _HEX64.fullmatch(hexed):
+            raise ConfigError(f"{where} ({user}): 'sha256' must be 64 hexadecimal digits")
+        digest = bytes.fromhex(hexed)
+    workspaces = _string_list(entry.get("workspaces", ["*"]), f"{where} ({user}): 'workspaces'")
+    granted = _string_list(entry.get("scopes", sorted(scopes.both())), f"{where} ({user}): 'scopes'")
+    if not workspaces or not granted:
+        raise ConfigError(f"{where} ({user}): 'workspaces' and 'scopes' cannot be empty lists")
+    if not granted & scopes.both():
+        raise ConfigError(f"{where} ({user}): 'scopes' must include {scopes.read!r} or {scopes.write!r}")
+    return digest, Caller(
+        subject=f"user:{user}",
+        name=user,
+        source="tokens-file",
+        scopes=frozenset(granted),
+        workspaces=None if "*" in workspaces else frozenset(workspaces),
+        can_write=scopes.write in granted,
+    )
+
+
+def _string_list(value: Any, where: str) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{where} must be a list of non-empty strings")
+    return frozenset(value)
+
+
+def _file_stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+class TokensFile:
+    """The tokens file's entries, reloaded when the file changes (a broken edit keeps the old ones)."""
+
+    def __init__(
+        self, path: Path, scopes: ScopeNames, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.path = path.expanduser()
+        self.scopes = scopes
+        self._clock = clock
+        self._stamp = _file_stamp(self.path)
+        self.entries = load_tokens_file(self.path, scopes)
+        self._checked_at = clock()
+
+    def refresh(self) -> bool:
+        """Reload if the file changed (checked at most every few seconds); True if it was reloaded."""
+        now = self._clock()
+        if now - self._checked_at < TOKENS_FILE_RECHECK_S:
+            return False
+        self._checked_at = now
+        stamp = _file_stamp(self.path)
+        if stamp == self._stamp:
+            return False
+        self._stamp = stamp
+        try:
+            self.entries = load_tokens_file(self.path, self.scopes)
+        except ConfigError as exc:
+            logger.error("keeping the previous tokens: %s", exc)
+            return False
+        logger.warning("reloaded %s: %d token(s)", self.path, len(self.entries))
+        return True
+
+    def lookup(self, digest: bytes) -> Caller | None:
+        # Keyed by SHA-256 of the secret: how long the lookup takes tells an attacker about the
+        # hash of what they sent, which they cannot steer, never about a stored token.
+        return self.entries.get(digest)
+
+
+# -- OAuth: keys -------------------------------------------------------------------------------
+
+FetchJson = Callable[[str], Awaitable[Any]]
+
+
+async def fetch_json(url: str) -> Any:
+    """GET `url` as JSON (bounded in time and size, no redirects), off the event loop's back."""
+    import httpx2  # only OAuth needs it
+
+    try:
+        async with (
+            httpx2.AsyncClient(timeout=FETCH_TIMEOUT_S, follow_redirects=False) as http,
+            http.stream("GET", url, headers={"Accept": "application/json"}) as response,
+        ):
+            if response.status_code != 200:
+                raise KeysUnavailable(f"{url} answered HTTP {response.status_code}")
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_METADATA_BYTES:
+                    raise KeysUnavailable(f"{url} sent more than {MAX_METADATA_BYTES} bytes")
+    except httpx2.HTTPError as exc:
+        raise KeysUnavailable(f"cannot fetch {url}: {exc or type(exc).__name__}") from exc
+    try:
+        return json.loads(body)
+    except ValueError as exc:
+        raise KeysUnavailable(f"{url} did not send JSON") from exc
+
+
+def metadata_urls(issuer: str) -> list[str]:
+    """Where an issuer's metadata may live, in the order the MCP spec tells clients to try."""
+    parts = urlsplit(issuer)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    path = parts.path.rstrip("/")
+    urls = [
+        f"{origin}/.well-known/oauth-authorization-server{path}",  # RFC 8414
+        f"{origin}/.well-known/openid-configuration{path}",  # RFC 8414 style for OIDC
+        f"{origin}{path}/.well-known/openid-configuration",  # OpenID Connect Discovery 1.0
+    ]
+    return list(dict.fromkeys(urls))
+
+
+def _same_issuer(a: str, b: str) -> bool:
+    return a.rstrip("/") == b.rstrip("/")
+
+
+@dataclass(frozen=True)
+class _Key:
+    kid: str | None
+    jwk: jwt.PyJWK
+    data: Mapping[str, Any]
+
+    def fits(self, alg: str) -> bool:
+        data = self.data
+        if _KEY_TYPE.get(alg[:2]) != data.get("kty"):
+            return False
+        declared = data.get("alg")
+        if declared is not None and declared != alg:
+            return False
+        curve = _CURVE.get(alg)
+        return curve is None or data.get("crv") == curve
+
+
+def parse_jwks(document: Any) -> list[_Key]:
+    """The usable public signing keys of a JWKS (symmetric, private and encryption keys skipped)."""
+    if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
+        raise KeysUnavailable("the JWKS is not a JSON object with a 'keys' list")
+    keys: list[_Key] = []
+    for data in document["keys"]:
+        if not isinstance(data, dict) or data.get("kty") not in ("RSA", "EC", "OKP"):
+            continue
+        if data.get("use", "sig") != "sig" or "d" in data:
+            continue
+        try:
+            jwk = jwt.PyJWK(data)
+        except jwt.PyJWTError as exc:
+            logger.warning("skipping JWKS key %r: %s", data.get("kid"), exc)
+            continue
+        kid = data.get("kid")
+        keys.append(_Key(kid if isinstance(kid, str) else None, jwk, data))
+    return keys
+
+
+class JwksKeys:
+    """The issuer's signing keys: fetched on first use, refreshed when old, refetched (rate-limited)
+    when a token names a key id we do not know. Fetches never block the event loop."""
+
+    def __init__(
+        self,
+        issuer: str,
+        jwks_url: str | None,
+        *,
+        fetch: FetchJson = fetch_json,
+        refetch_interval: float = JWKS_REFETCH_INTERVAL_S,
+        max_age: float = JWKS_MAX_AGE_S,
+        retry_after_failure: float = JWKS_RETRY_AFTER_FAILURE_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.issuer = issuer
+        self.jwks_url = jwks_url
+        self._fetch = fetch
+        self.refetch_interval = refetch_interval
+        self.max_age = max_age
+        self.retry_after_failure = retry_after_failure
+        self._clock = clock
+        self._keys: list[_Key] | None = None
+        self._fetched_at = -math.inf
+        self._failed_at = -math.inf
+        self._failure = ""
+        self._unknown_refetch_at = -math.inf
+        self._generation = 0
+        self._lock = anyio.Lock()
+        #: How many times the JWKS was fetched (for tests and the curious).
+        self.fetches = 0
+
+    async def key(self, kid: str | None, alg: str) -> jwt.PyJWK | None:
+        """The key to verify a token signed with `alg` by key `kid`; None if there is none."""
+        generation = self._generation
+        if self._clock() - self._fetched_at > self.max_age:
+            await self._refresh(generation)
+        found = self._find(kid, alg)
+        if found is None:
+            now = self._clock()
+            if self._generation != generation:
+                pass  # the keys were fetched just now, for this very request
+            elif now - self._unknown_refetch_at >= self.refetch_interval:
+                self._unknown_refetch_at = now
+                await self._refresh(self._generation)
+            elif self._lock.locked():
+                async with self._lock:  # a refetch is under way: its keys may include this one
+                    pass
+            found = self._find(kid, alg)
+        return found
+
+    def _find(self, kid: str | None, alg: str) -> jwt.PyJWK | None:
+        fitting = [k for k in self._keys or () if k.fits(alg) and (kid is None or k.kid == kid)]
+        # Without a key id, only an unambiguous key will do.
+        return fitting[0].jwk if len(fitting) == 1 else None
+
+    async def _refresh(self, generation: int) -> None:
+        async with self._lock:
+            if self._generation != generation:
+                return  # someone else refreshed while we waited
+            if self._clock() - self._failed_at < self.retry_after_failure:
+                if self._keys is None:
+                    raise KeysUnavailable(self._failure)
+                return
+            try:
+                url = self.jwks_url or await self._discover()
+                keys = parse_jwks(await self._fetch(url))
+            except KeysUnavailable as exc:
+                self._failed_at = self._clock()
+                self._failure = str(exc)
+                logger.warning("OAuth signing keys unavailable: %s", exc)
+                if self._keys is None:
+                    raise
+                return
+            finally:
+                self.fetches += 1
+            self._keys = keys
+            self._fetched_at = self._clock()
+            self._generation += 1
+            logger.info("OAuth signing keys from %s: %s", url, ", ".join(str(k.kid) for k in keys) or "none")
+
+    async def _discover(self) -> str:
+        failures: list[str] = []
+        for url in metadata_urls(self.issuer):
+            try:
+                metadata = await self._fetch(url)
+            except KeysUnavailable as exc:
+                failures.append(str(exc))
+                continue
+            if not isinstance(metadata, dict):
+                failures.append(f"{url} is not a JSON object")
+                continue
+            if not _same_issuer(str(metadata.get("issuer", "")), self.issuer):
+                failures.append(f"{url} names issuer {metadata.get('issuer')!r}, not {self.issuer!r}")
+                continue
+            jwks_uri = metadata.get("jwks_uri")
+            if not isinstance(jwks_uri, str) or _url_problem(jwks_uri):
+                failures.append(f"{url} has no usable jwks_uri")
+                continue
+            self.jwks_url = jwks_uri
+            return jwks_uri
+        raise KeysUnavailable("no issuer metadata: " + "; ".join(failures))
+
+
+# -- OAuth: tokens -----------------------------------------------------------------------------
+
+
+class OAuthVerifier:
+    """Verifies JWT access tokens from one issuer for one audience (RFC 9068 / MCP authorization)."""
+
+    def __init__(
+        self,
+        issuer: str,
+        audience: str,
+        scopes: ScopeNames,
+        keys: JwksKeys,
+        *,
+        workspaces_claim: str | None = None,
+    ) -> None:
+        self.issuer = issuer
+        self.audience = audience
+        self.scopes = scopes
+        self.keys = keys
+        self.workspaces_claim = workspaces_claim
+
+    async def verify(self, token: str) -> tuple[Caller, int]:
+        """The caller a valid token stands for and its expiry; `Refusal` or `KeysUnavailable`."""
+        if len(token) > MAX_TOKEN_CHARS:
+            raise _invalid("the token is too long")
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            raise _invalid("the token is not a JWT") from None
+        alg = header.get("alg")
+        if alg not in ALGORITHMS:
+            raise _invalid(f"tokens signed with {str(alg)[:20]!r} are not accepted")
+        if "crit" in header:
+            raise _invalid("the token has critical header parameters this server does not understand")
+        kid = header.get("kid")
+        if kid is not None and not isinstance(kid, str):
+            raise _invalid("the token's key id is not a string")
+        key = await self.keys.key(kid, alg)
+        if key is None:
+            raise _invalid("the token is signed with a key the issuer does not publish")
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key=key.key,
+                algorithms=[alg],
+                audience=self.audience,
+                issuer=self.issuer,
+                leeway=LEEWAY_S,
+                options={"require": ["exp", "iss", "aud", "sub"]},
+            )
+        except jwt.ExpiredSignatureError:
+            raise _invalid("the token has expired") from None
+        except jwt.ImmatureSignatureError:
+            raise _invalid("the token is not valid yet") from None
+        except jwt.InvalidAudienceError:
+            raise _invalid("the token was not issued for this server (audience)") from None
+        except jwt.InvalidIssuerError:
+            raise _invalid("the token comes from another issuer") from None
+        except jwt.InvalidSignatureError:
+            raise _invalid("the token's signature does not verify") from None
+        except jwt.MissingRequiredClaimError as exc:
+            raise _invalid(f"the token lacks the {exc.claim!r} claim") from None
+        except jwt.PyJWTError:
+            raise _invalid("the token is malformed") from None
+        return self._caller(claims), int(claims["exp"])
+
+    def _caller(self, claims: Mapping[str, Any]) -> Caller:
+        granted = _claim_strings(claims.get("scope", claims.get("scp")))
+        if not granted & self.scopes.both():
+            raise Refusal(
+                403,
+                f"the token grants neither {self.scopes.read!r} nor {self.scopes.write!r}",
+                error="insufficient_scope",
+            )
+        subject = str(claims["sub"])
+        name = next(
+            (str(claims[k]) for k in ("preferred_username", "name", "email") if claims.get(k)), subject
+        )
+        workspaces = None
+        if self.workspaces_claim is not None:
+            listed = _claim_strings(claims.get(self.workspaces_claim))
+            workspaces = None if "*" in listed else listed
+        return Caller(
+            subject=f"oauth:{self.issuer}#{subject}",
+            name=name,
+            source="oauth",
+            scopes=granted,
+            workspaces=workspaces,
+            can_write=self.scopes.write in granted,
+            claims=claims,
+        )
+
+
+def _claim_strings(value: Any) -> frozenset[str]:
+    """A space-separated string (`scope`) or a list (`scp`, custom claims) as a set of strings."""
+    if isinstance(value, str):
+        return frozenset(value.split())
+    if isinstance(value, list):
+        return frozenset(v for v in value if isinstance(v, str) and v)
+    return frozenset()
+
+
+# -- the authenticator -------------------------------------------------------------------------
+
+
+@dataclass
+class _Cached:
+    user: sdk.AuthenticatedUser
+    expires_at: float  # wall clock
+
+
+class Authenticator:
+    """Turns a presented bearer token into an authenticated user, whatever the source.
+
+    Successful results are cached by the token's SHA-256 (bounded, and OAuth results only until
+    the token expires or for `VERIFIED_TOKEN_TTL_S`), so a call costs one hash and a lookup.
+    """
+
+    def __init__(
+        self,
+        *,
+        scopes: ScopeNames,
+        static_token: str | None = None,
+        tokens: TokensFile | None = None,
+        oauth: OAuthVerifier | None = None,
+        public_url: str | None = None,
+    ) -> None:
+        self.scopes = scopes
+        self._static = _digest(static_token) if static_token is not None else None
+        self.tokens = tokens
+        self.oauth = oauth
+        self.public_url = public_url.rstrip("/") if public_url else None
+        self._cache: dict[bytes, _Cached] = {}
+        self._static_caller = Caller(subject="token", name="token", source="token", scopes=scopes.both())
+
+    async def authenticate(self, token: str) -> sdk.AuthenticatedUser:
+        if self.tokens is not None and self.tokens.refresh():
+            self._cache.clear()
+        digest = _digest(token)
+        cached = self._cache.get(digest)
+        if cached is not None:
+            if cached.expires_at > time.time():
+                return cached.user
+            del self._cache[digest]
+        caller: Caller | None = None
+        expires_at: int | None = None
+        if self._static is not None and hmac.compare_digest(digest, self._static):
+            caller = self._static_caller
+        elif self.tokens is not None:
+            caller = self.tokens.lookup(digest)
+        if caller is None:
+            if self.oauth is None:
+                raise _invalid("the bearer token is not valid")
+            caller, expires_at = await self.oauth.verify(token)
+        user = sdk.AuthenticatedUser(access_token_for(caller, token, expires_at=expires_at))
+        lifetime = math.inf if expires_at is None else min(expires_at, time.time() + VERIFIED_TOKEN_TTL_S)
+        if len(self._cache) >= MAX_CACHED_TOKENS:
+            del self._cache[next(iter(self._cache))]
+        self._cache[digest] = _Cached(user, lifetime)
+        return user
+
+    # -- what the responses say
+    def base_url(self, scope: Scope) -> str:
+        """This server's origin as clients see it: `--public-url`, else the request's own."""
+        if self.public_url is not None:
+            return self.public_url
+        host = _header(scope, b"host")
+        if host is None or not _HOST.fullmatch(host):
+            server = scope.get("server") or ("127.0.0.1", 80)
+            host = f"[{server[0]}]:{server[1]}" if ":" in str(server[0]) else f"{server[0]}:{server[1]}"
+        return f"{scope.get('scheme', 'http')}://{host}"
+
+    def metadata_url(self, scope: Scope, resource_path: str) -> str:
+        return self.base_url(scope) + metadata_path(resource_path)
+
+    def challenge(self, scope: Scope, resource_path: str, refusal: Refusal | None) -> str:
+        """The `WWW-Authenticate` value for a refusal (None: no credentials were sent)."""
+        if self.oauth is None:
+            params = ['realm="mcp"']
+        else:
+            params = [f"resource_metadata={_quoted(self.metadata_url(scope, resource_path))}"]
+            params.append(f"scope={_quoted(self.scopes.read + ' ' + self.scopes.write)}")
+        if refusal is not None and refusal.error is not None:
+            params += [f"error={_quoted(refusal.error)}", f"error_description={_quoted(refusal.description)}"]
+        return "Bearer " + ", ".join(params)
+
+    def resource_metadata(self, scope: Scope, resource_path: str) -> dict[str, Any]:
+        """RFC 9728 Protected Resource Metadata for the MCP endpoint at `resource_path`."""
+        assert self.oauth is not None
+        return {
+            "resource": self.base_url(scope) + resource_path,
+            "authorization_servers": [self.oauth.issuer],
+            "scopes_supported": [self.scopes.read, self.scopes.write],
+            "bearer_methods_supported": ["header"],
+        }
+
+
+_HOST = re.compile(r"[A-Za-z0-9.\-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def _quoted(value: str) -> str:
+    """An RFC 9110 quoted-string (our own texts, but never trust a header to stay simple)."""
+    clean = "".join(ch for ch in value if " " <= ch <= "~")
+    return '"' + clean.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def metadata_path(resource_path: str) -> str:
+    """Where RFC 9728 puts the metadata of the resource at `resource_path` ("/mcp", "/tasks/mcp")."""
+    return WELL_KNOWN_RESOURCE + ("" if resource_path == "/" else resource_path)
+
+
+def protected_resource_route(authenticator: Authenticator, resource_path: str) -> Route:
+    """The RFC 9728 metadata route for the MCP endpoint at `resource_path`, to mount at the root of
+    the host app (the bundle mounts one per server; a single server's middleware serves its own)."""
+
+    async def metadata(request: Request) -> Response:
+        return _metadata_response(authenticator, request.scope, resource_path)
+
+    return Route(metadata_path(resource_path), metadata, methods=["GET", "OPTIONS"])
+
+
+def _metadata_response(authenticator: Authenticator, scope: Scope, resource_path: str) -> Response:
+    cors = {"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Methods": "GET, OPTIONS"}
+    if scope.get("method") == "OPTIONS":
+        return Response(status_code=204, headers=cors)
+    body = authenticator.resource_metadata(scope, resource_path)
+    return JSONResponse(body, headers={**cors, "Cache-Control": "public, max-age=3600"})
+
+
+# -- the middleware ----------------------------------------------------------------------------
+
+
+class AuthMiddleware:
+    """Authenticates every HTTP request but `/healthz` (and the metadata) before the MCP app sees it.
+
+    `resource_path` is the MCP endpoint's path as clients see it (the bundle's `/<name>/mcp`);
+    `writing_tools` the names of the tools that change things (a live collection).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        authenticator: Authenticator,
+        *,
+        resource_path: str,
+        writing_tools: Collection[str] = (),
+        serve_metadata: bool = True,
+    ) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self.authenticator = authenticator
+        self.resource_path = resource_path
+        self.writing_tools = writing_tools
+        self._metadata_path = (
+            metadata_path(resource_path) if serve_metadata and authenticator.oauth is not None else None
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("path") in PUBLIC_PATHS:
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return
-        supplied = b""
-        for name, value in scope.get("headers", ()):
-            if name == b"authorization":
-                supplied = value
-                break
-        if hmac.compare_digest(supplied, self._expected):
-            await self.app(scope, receive, send)
+        if scope["path"] == self._metadata_path:
+            await _metadata_response(self.authenticator, scope, self.resource_path)(scope, receive, send)
             return
-        body = json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": None,
-                "error": {"code": -32001, "message": "Unauthorized: send 'Authorization: Bearer <token>'"},
-            }
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", b'Bearer realm="mcp"'),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
+        token = _bearer(scope)
+        try:
+            if token is None:
+                raise Refusal(401, "send 'Authorization: Bearer <token>'")
+            user = await self.authenticator.authenticate(token)
+        except Refusal as refusal:
+            logger.info("refused %s %s: %s", scope.get("method"), scope["path"], refusal.description)
+            await self._refuse(scope, send, refusal)
+            return
+        except KeysUnavailable as exc:
+            logger.warning("cannot verify a token now: %s", exc)
+            await _send_json(
+                send,
+                503,
+                _rpc_error(None, -32603, "cannot verify the token now: the issuer's keys are unreachable"),
+                [(b"retry-after", b"5")],
+            )
+            return
+        caller = caller_from_access_token(user.access_token)
+        if (
+            not caller.can_write
+            and caller.source == "oauth"
+            and scope.get("method") == "POST"
+            and self.writing_tools
+        ):
+            checked = await self._check_tool_scope(scope, receive, send, caller)
+            if checked is None:
+                return
+            receive = checked
+        scope["user"] = user
+        scope["auth"] = AuthCredentials(user.scopes)
+        reset = sdk.auth_context_var.set(user)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            sdk.auth_context_var.reset(reset)
+
+    async def _refuse(self, scope: Scope, send: Send, refusal: Refusal, request_id: Any = None) -> None:
+        challenge = self.authenticator.challenge(scope, self.resource_path, refusal)
+        await _send_json(
+            send,
+            refusal.status,
+            _rpc_error(request_id, AUTH_ERROR_CODE, _sentence(refusal)),
+            [(b"www-authenticate", challenge.encode("latin-1", "replace"))],
         )
-        await send({"type": "http.response.body", "body": body})
+
+    async def _check_tool_scope(
+        self, scope: Scope, receive: Receive, send: Send, caller: Caller
+    ) -> Receive | None:
+        """Refuse (403 insufficient_scope) an OAuth read-only caller's call of a writing tool.
+
+        Reads the request body to see which tool it calls, then hands the body on unchanged.
+        Returns the receive channel to use, or None when the request was refused.
+        """
+        length = _header(scope, b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_PEEK_BYTES):
+            return receive  # the SDK refuses oversized bodies itself
+        body, complete, last = await _read_body(receive, MAX_PEEK_BYTES)
+        replay = _replay(body, complete, last, receive)
+        if not complete:
+            return replay
+        called = _writing_tool_call(body, self.writing_tools)
+        if called is None:
+            return replay
+        request_id, tool = called
+        scopes = self.authenticator.scopes
+        refusal = Refusal(
+            403,
+            f"{tool} changes things, so it needs the {scopes.write!r} scope; "
+            f"this token ({caller.name}) grants only {scopes.read!r}",
+            error="insufficient_scope",
+        )
+        logger.info("refused %s to %s: %s", tool, caller.subject, refusal.description)
+        await self._refuse(scope, send, refusal, request_id)
+        return None
+
+
+def _sentence(refusal: Refusal) -> str:
+    prefix = "Unauthorized" if refusal.status == 401 else "Forbidden"
+    return f"{prefix}: {refusal.description}"
+
+
+def _bearer(scope: Scope) -> str | None:
+    value = _header(scope, b"authorization")
+    if value is None or value[:7].lower() != "bearer ":
+        return None
+    token = value[7:].strip()
+    return token or None
+
+
+def _rpc_error(request_id: Any, code: int, message: str) -> dict[str, Any]:
+    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+        request_id = None
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+async def _send_json(
+    send: Send, status: int, body: Mapping[str, Any], headers: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    data = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(data)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": data})
+
+
+async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool, Message | None]:
+    """Up to `limit` bytes of the body: (bytes, whole body read, a non-body message that ended it)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks), False, message
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks), True, None
+        if size > limit:
+            return b"".join(chunks), False, None
+
+
+def _replay(body: bytes, complete: bool, last: Message | None, receive: Receive) -> Receive:
+    """A receive channel that yields what was already read, then continues from `receive`."""
+    pending: list[Message] = [{"type": "http.request", "body": body, "more_body": not complete}]
+    if last is not None:
+        pending.append(last)
+
+    async def replay() -> Message:
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replay
+
+
+def _writing_tool_call(body: bytes, writing_tools: Collection[str]) -> tuple[Any, str] | None:
+    """(request id, tool) if the JSON-RPC body calls one of `writing_tools`."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    for item in message if isinstance(message, list) else [message]:
+        if not isinstance(item, dict) or item.get("method") != "tools/call":
+            continue
+        params = item.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        if isinstance(name, str) and name in writing_tools:
+            return item.get("id"), name
+    return None
+
+
+# -- building it from settings -----------------------------------------------------------------
+
+
+def _is_loopback_host(host: str | None) -> bool:
+    return host in ("localhost", "::1") or bool(host and host.startswith("127."))
+
+
+def _url_problem(url: str) -> str | None:
+    """Why `url` cannot name an issuer or key set (https, or http on loopback for testing)."""
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return None
+    if parts.scheme == "http" and _is_loopback_host(parts.hostname):
+        return None
+    return "must be an https:// URL (http:// only on a loopback address)"
+
+
+def build_authenticator(settings: ServerSettings) -> Authenticator | None:
+    """The authenticator the settings describe, or None when no source is configured."""
+    s = settings
+    scopes = ScopeNames(s.oauth_read_scope, s.oauth_write_scope)
+    if not scopes.read or not scopes.write or scopes.read == scopes.write:
+        raise ConfigError("--oauth-read-scope and --oauth-write-scope must be two different names")
+    static = load_token(s.auth_token_file)
+    tokens = TokensFile(s.tokens_file, scopes) if s.tokens_file is not None else None
+    oauth = None
+    if s.oauth_issuer is None:
+        given = [f for f in ("oauth_audience", "oauth_jwks_url", "oauth_workspaces_claim") if getattr(s, f)]
+        if given:
+            flags = ", ".join("--" + f.replace("_", "-") for f in given)
+            raise ConfigError(f"{flags} need(s) --oauth-issuer")
+    else:
+        for flag, url in (("--oauth-issuer", s.oauth_issuer), ("--oauth-jwks-url", s.oauth_jwks_url)):
+            problem = _url_problem(url) if url is not None else None
+            if problem is not None:
+                raise ConfigError(f"{flag} {url}: {problem}")
+        if not s.oauth_audience:
+            raise ConfigError(
+                "--oauth-issuer needs --oauth-audience: the audience (aud) your authorization server "
+                "puts in access tokens for this server, often its URL"
+            )
+        keys = JwksKeys(s.oauth_issuer, s.oauth_jwks_url)
+        oauth = OAuthVerifier(
+            s.oauth_issuer, s.oauth_audience, scopes, keys, workspaces_claim=s.oauth_workspaces_claim
+        )
+    if s.public_url is not None:
+        parts = urlsplit(s.public_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path.strip("/"):
+            raise ConfigError(
+                f"--public-url {s.public_url}: give scheme://host[:port] only, e.g. https://mcp.example.com"
+            )
+    if static is None and tokens is None and oauth is None:
+        return None
+    return Authenticator(
+        scopes=scopes, static_token=static, tokens=tokens, oauth=oauth, public_url=s.public_url
+    )
+
+
+def authenticate(
+    app: ASGIApp,
+    settings: ServerSettings,
+    *,
+    resource_path: str,
+    writing_tools: Collection[str] = (),
+) -> ASGIApp:
+    """`app` behind the authentication the settings configure (unchanged when there is none).
+
+    Refuses (ConfigError) to serve a non-loopback address without authentication unless
+    `--insecure-no-auth` says a proxy in front authenticates.
+    """
+    authenticator = build_authenticator(settings)
+    if authenticator is None:
+        if not settings.is_loopback and not settings.insecure_no_auth:
+            raise ConfigError(
+                f"refusing to serve {settings.host} without authentication: set {TOKEN_ENV}, "
+                "--auth-token-file, --tokens-file or --oauth-issuer, "
+                "or pass --insecure-no-auth if a proxy in front authenticates"
+            )
+        return app
+    return AuthMiddleware(app, authenticator, resource_path=resource_path, writing_tools=writing_tools)

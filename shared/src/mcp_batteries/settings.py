@@ -72,6 +72,35 @@ class ServerSettings(BaseSettings):
     insecure_no_auth: bool = Field(
         False, description="HTTP: allow binding a non-loopback address without a bearer token."
     )
+    # -- authentication beyond the static token (mcp_batteries.auth; docs/configuration.md) --
+    tokens_file: Path | None = Field(
+        None,
+        description=(
+            "HTTP: TOML file mapping bearer tokens (or their SHA-256) to users, their workspaces "
+            "and scopes; reloaded when it changes."
+        ),
+    )
+    oauth_issuer: str | None = Field(
+        None, description="HTTP: accept OAuth 2.1 JWT access tokens from this authorization server URL."
+    )
+    oauth_audience: str | None = Field(
+        None, description="HTTP: the audience (aud) access tokens must name; required with --oauth-issuer."
+    )
+    oauth_jwks_url: str | None = Field(
+        None, description="HTTP: the issuer's JWKS URL (default: found through the issuer's metadata)."
+    )
+    oauth_read_scope: str = Field("mcp:read", description="Scope granting the read-only tools.")
+    oauth_write_scope: str = Field("mcp:write", description="Scope granting every tool.")
+    oauth_workspaces_claim: str | None = Field(
+        None, description="HTTP: access-token claim listing the caller's workspaces (default: all)."
+    )
+    public_url: str | None = Field(
+        None,
+        description=(
+            "HTTP: scheme://host[:port] clients use to reach this server, for OAuth metadata "
+            "(default: taken from each request)."
+        ),
+    )
     allowed_hosts: NameList = Field(
         default_factory=list,
         description=(
