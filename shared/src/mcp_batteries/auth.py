@@ -10,10 +10,7 @@ Sources (any combination; a presented token is tried against each in this order)
   SHA-256) names a user, the workspaces that user may use and optional scopes; reloaded when
   the file changes;
 - OAuth 2.1 access tokens (JWT) from `--oauth-issuer` for `--oauth-audience`, per the MCP
-  authorization spec: this server is a resource server. Keys come from the issuer's JWKS (found
-  through its RFC 8414 / OpenID metadata, or `--oauth-jwks-url`), cached, and refetched when a
-  token names an unknown key id, at most once per `JWKS_REFETCH_INTERVAL_S`, so key rotation
-  works and forged key ids cannot hammer the issuer. Only asymmetric algorithms are accepted.
+  authorization spec: this server is a resource server (`mcp_batteries.oauth` verifies them).
 
 Every source yields a `Caller` (`mcp_batteries.identity`), stored as an SDK `AccessToken` in
 `scope["user"]` (which binds each stateful session to the principal that opened it: anyone else
@@ -44,15 +41,12 @@ import os
 import re
 import time
 import tomllib
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import anyio
-import jwt
-from starlette.authentication import AuthCredentials
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -60,20 +54,25 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_batteries import sdk
 from mcp_batteries.errors import ConfigError
-from mcp_batteries.identity import Caller, access_token_for, caller_from_access_token
+from mcp_batteries.identity import Caller, CallerUser, authenticated_user_for
+from mcp_batteries.oauth import (
+    JwksKeys,
+    KeysUnavailable,
+    OAuthVerifier,
+    Refusal,
+    ScopeNames,
+    invalid_token,
+    url_problem,
+)
 
 if TYPE_CHECKING:
     from mcp_batteries.settings import ServerSettings
 
 __all__ = [
-    "ALGORITHMS",
     "PUBLIC_PATHS",
     "TOKEN_ENV",
     "AuthMiddleware",
     "Authenticator",
-    "JwksKeys",
-    "KeysUnavailable",
-    "OAuthVerifier",
     "Refusal",
     "ScopeNames",
     "TokensFile",
@@ -92,23 +91,6 @@ TOKEN_ENV = "MCP_AUTH_TOKEN"
 PUBLIC_PATHS = frozenset({"/healthz"})
 WELL_KNOWN_RESOURCE = "/.well-known/oauth-protected-resource"
 
-#: Asymmetric JWS algorithms only: `none` and HMAC (the RS/HS confusion attack) never verify.
-ALGORITHMS = frozenset(
-    {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
-)
-_KEY_TYPE = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}
-_CURVE = {"ES256": "P-256", "ES384": "P-384", "ES512": "P-521", "EdDSA": "Ed25519"}
-#: Clock skew tolerated on `exp`, `nbf` and `iat`.
-LEEWAY_S = 30
-#: Least time between JWKS refetches caused by tokens naming an unknown key id.
-JWKS_REFETCH_INTERVAL_S = 30.0
-#: Keys are refreshed this long after they were fetched (a key the issuer withdrew stops working).
-JWKS_MAX_AGE_S = 900.0
-#: After a failed fetch, the next attempt waits this long (requests meanwhile get 503 or old keys).
-JWKS_RETRY_AFTER_FAILURE_S = 5.0
-FETCH_TIMEOUT_S = 5.0
-MAX_METADATA_BYTES = 1 << 20
-MAX_TOKEN_CHARS = 16_384
 #: A verified OAuth token is trusted without re-verification for at most this long.
 VERIFIED_TOKEN_TTL_S = 300.0
 MAX_CACHED_TOKENS = 4096
@@ -118,39 +100,6 @@ MIN_TOKEN_CHARS = 16
 MAX_PEEK_BYTES = 4 * 1024 * 1024
 #: JSON-RPC code of a request refused for authentication or authorization (implementation-defined).
 AUTH_ERROR_CODE = -32001
-
-
-# -- refusals ----------------------------------------------------------------------------------
-
-
-class Refusal(Exception):
-    """A request refused for authentication (401) or authorization (403)."""
-
-    def __init__(self, status: int, description: str, *, error: str | None = None) -> None:
-        super().__init__(description)
-        self.status = status
-        self.description = description
-        #: RFC 6750 error code: "invalid_token", "insufficient_scope", or None (no credentials).
-        self.error = error
-
-
-def _invalid(description: str) -> Refusal:
-    return Refusal(401, description, error="invalid_token")
-
-
-class KeysUnavailable(Exception):
-    """The issuer's keys cannot be fetched now, so no OAuth token can be verified (503)."""
-
-
-@dataclass(frozen=True)
-class ScopeNames:
-    """The two scopes this server understands (`--oauth-read-scope`, `--oauth-write-scope`)."""
-
-    read: str
-    write: str
-
-    def both(self) -> frozenset[str]:
-        return frozenset({self.read, self.write})
 
 
 # -- static token ------------------------------------------------------------------------------
@@ -311,301 +260,12 @@ class TokensFile:
         return self.entries.get(digest)
 
 
-# -- OAuth: keys -------------------------------------------------------------------------------
-
-FetchJson = Callable[[str], Awaitable[Any]]
-
-
-async def fetch_json(url: str) -> Any:
-    """GET `url` as JSON (bounded in time and size, no redirects), off the event loop's back."""
-    import httpx2  # only OAuth needs it
-
-    try:
-        async with (
-            httpx2.AsyncClient(timeout=FETCH_TIMEOUT_S, follow_redirects=False) as http,
-            http.stream("GET", url, headers={"Accept": "application/json"}) as response,
-        ):
-            if response.status_code != 200:
-                raise KeysUnavailable(f"{url} answered HTTP {response.status_code}")
-            body = bytearray()
-            async for chunk in response.aiter_bytes():
-                body += chunk
-                if len(body) > MAX_METADATA_BYTES:
-                    raise KeysUnavailable(f"{url} sent more than {MAX_METADATA_BYTES} bytes")
-    except httpx2.HTTPError as exc:
-        raise KeysUnavailable(f"cannot fetch {url}: {exc or type(exc).__name__}") from exc
-    try:
-        return json.loads(body)
-    except ValueError as exc:
-        raise KeysUnavailable(f"{url} did not send JSON") from exc
-
-
-def metadata_urls(issuer: str) -> list[str]:
-    """Where an issuer's metadata may live, in the order the MCP spec tells clients to try."""
-    parts = urlsplit(issuer)
-    origin = f"{parts.scheme}://{parts.netloc}"
-    path = parts.path.rstrip("/")
-    urls = [
-        f"{origin}/.well-known/oauth-authorization-server{path}",  # RFC 8414
-        f"{origin}/.well-known/openid-configuration{path}",  # RFC 8414 style for OIDC
-        f"{origin}{path}/.well-known/openid-configuration",  # OpenID Connect Discovery 1.0
-    ]
-    return list(dict.fromkeys(urls))
-
-
-def _same_issuer(a: str, b: str) -> bool:
-    return a.rstrip("/") == b.rstrip("/")
-
-
-@dataclass(frozen=True)
-class _Key:
-    kid: str | None
-    jwk: jwt.PyJWK
-    data: Mapping[str, Any]
-
-    def fits(self, alg: str) -> bool:
-        data = self.data
-        if _KEY_TYPE.get(alg[:2]) != data.get("kty"):
-            return False
-        declared = data.get("alg")
-        if declared is not None and declared != alg:
-            return False
-        curve = _CURVE.get(alg)
-        return curve is None or data.get("crv") == curve
-
-
-def parse_jwks(document: Any) -> list[_Key]:
-    """The usable public signing keys of a JWKS (symmetric, private and encryption keys skipped)."""
-    if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
-        raise KeysUnavailable("the JWKS is not a JSON object with a 'keys' list")
-    keys: list[_Key] = []
-    for data in document["keys"]:
-        if not isinstance(data, dict) or data.get("kty") not in ("RSA", "EC", "OKP"):
-            continue
-        if data.get("use", "sig") != "sig" or "d" in data:
-            continue
-        try:
-            jwk = jwt.PyJWK(data)
-        except jwt.PyJWTError as exc:
-            logger.warning("skipping JWKS key %r: %s", data.get("kid"), exc)
-            continue
-        kid = data.get("kid")
-        keys.append(_Key(kid if isinstance(kid, str) else None, jwk, data))
-    return keys
-
-
-class JwksKeys:
-    """The issuer's signing keys: fetched on first use, refreshed when old, refetched (rate-limited)
-    when a token names a key id we do not know. Fetches never block the event loop."""
-
-    def __init__(
-        self,
-        issuer: str,
-        jwks_url: str | None,
-        *,
-        fetch: FetchJson = fetch_json,
-        refetch_interval: float = JWKS_REFETCH_INTERVAL_S,
-        max_age: float = JWKS_MAX_AGE_S,
-        retry_after_failure: float = JWKS_RETRY_AFTER_FAILURE_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.issuer = issuer
-        self.jwks_url = jwks_url
-        self._fetch = fetch
-        self.refetch_interval = refetch_interval
-        self.max_age = max_age
-        self.retry_after_failure = retry_after_failure
-        self._clock = clock
-        self._keys: list[_Key] | None = None
-        self._fetched_at = -math.inf
-        self._failed_at = -math.inf
-        self._failure = ""
-        self._unknown_refetch_at = -math.inf
-        self._generation = 0
-        self._lock = anyio.Lock()
-        #: How many times the JWKS was fetched (for tests and the curious).
-        self.fetches = 0
-
-    async def key(self, kid: str | None, alg: str) -> jwt.PyJWK | None:
-        """The key to verify a token signed with `alg` by key `kid`; None if there is none."""
-        generation = self._generation
-        if self._clock() - self._fetched_at > self.max_age:
-            await self._refresh(generation)
-        found = self._find(kid, alg)
-        if found is None:
-            now = self._clock()
-            if self._generation != generation:
-                pass  # the keys were fetched just now, for this very request
-            elif now - self._unknown_refetch_at >= self.refetch_interval:
-                self._unknown_refetch_at = now
-                await self._refresh(self._generation)
-            elif self._lock.locked():
-                async with self._lock:  # a refetch is under way: its keys may include this one
-                    pass
-            found = self._find(kid, alg)
-        return found
-
-    def _find(self, kid: str | None, alg: str) -> jwt.PyJWK | None:
-        fitting = [k for k in self._keys or () if k.fits(alg) and (kid is None or k.kid == kid)]
-        # Without a key id, only an unambiguous key will do.
-        return fitting[0].jwk if len(fitting) == 1 else None
-
-    async def _refresh(self, generation: int) -> None:
-        async with self._lock:
-            if self._generation != generation:
-                return  # someone else refreshed while we waited
-            if self._clock() - self._failed_at < self.retry_after_failure:
-                if self._keys is None:
-                    raise KeysUnavailable(self._failure)
-                return
-            try:
-                url = self.jwks_url or await self._discover()
-                keys = parse_jwks(await self._fetch(url))
-            except KeysUnavailable as exc:
-                self._failed_at = self._clock()
-                self._failure = str(exc)
-                logger.warning("OAuth signing keys unavailable: %s", exc)
-                if self._keys is None:
-                    raise
-                return
-            finally:
-                self.fetches += 1
-            self._keys = keys
-            self._fetched_at = self._clock()
-            self._generation += 1
-            logger.info("OAuth signing keys from %s: %s", url, ", ".join(str(k.kid) for k in keys) or "none")
-
-    async def _discover(self) -> str:
-        failures: list[str] = []
-        for url in metadata_urls(self.issuer):
-            try:
-                metadata = await self._fetch(url)
-            except KeysUnavailable as exc:
-                failures.append(str(exc))
-                continue
-            if not isinstance(metadata, dict):
-                failures.append(f"{url} is not a JSON object")
-                continue
-            if not _same_issuer(str(metadata.get("issuer", "")), self.issuer):
-                failures.append(f"{url} names issuer {metadata.get('issuer')!r}, not {self.issuer!r}")
-                continue
-            jwks_uri = metadata.get("jwks_uri")
-            if not isinstance(jwks_uri, str) or _url_problem(jwks_uri):
-                failures.append(f"{url} has no usable jwks_uri")
-                continue
-            self.jwks_url = jwks_uri
-            return jwks_uri
-        raise KeysUnavailable("no issuer metadata: " + "; ".join(failures))
-
-
-# -- OAuth: tokens -----------------------------------------------------------------------------
-
-
-class OAuthVerifier:
-    """Verifies JWT access tokens from one issuer for one audience (RFC 9068 / MCP authorization)."""
-
-    def __init__(
-        self,
-        issuer: str,
-        audience: str,
-        scopes: ScopeNames,
-        keys: JwksKeys,
-        *,
-        workspaces_claim: str | None = None,
-    ) -> None:
-        self.issuer = issuer
-        self.audience = audience
-        self.scopes = scopes
-        self.keys = keys
-        self.workspaces_claim = workspaces_claim
-
-    async def verify(self, token: str) -> tuple[Caller, int]:
-        """The caller a valid token stands for and its expiry; `Refusal` or `KeysUnavailable`."""
-        if len(token) > MAX_TOKEN_CHARS:
-            raise _invalid("the token is too long")
-        try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError:
-            raise _invalid("the token is not a JWT") from None
-        alg = header.get("alg")
-        if alg not in ALGORITHMS:
-            raise _invalid(f"tokens signed with {str(alg)[:20]!r} are not accepted")
-        if "crit" in header:
-            raise _invalid("the token has critical header parameters this server does not understand")
-        kid = header.get("kid")
-        if kid is not None and not isinstance(kid, str):
-            raise _invalid("the token's key id is not a string")
-        key = await self.keys.key(kid, alg)
-        if key is None:
-            raise _invalid("the token is signed with a key the issuer does not publish")
-        try:
-            claims: dict[str, Any] = jwt.decode(
-                token,
-                key=key.key,
-                algorithms=[alg],
-                audience=self.audience,
-                issuer=self.issuer,
-                leeway=LEEWAY_S,
-                options={"require": ["exp", "iss", "aud", "sub"]},
-            )
-        except jwt.ExpiredSignatureError:
-            raise _invalid("the token has expired") from None
-        except jwt.ImmatureSignatureError:
-            raise _invalid("the token is not valid yet") from None
-        except jwt.InvalidAudienceError:
-            raise _invalid("the token was not issued for this server (audience)") from None
-        except jwt.InvalidIssuerError:
-            raise _invalid("the token comes from another issuer") from None
-        except jwt.InvalidSignatureError:
-            raise _invalid("the token's signature does not verify") from None
-        except jwt.MissingRequiredClaimError as exc:
-            raise _invalid(f"the token lacks the {exc.claim!r} claim") from None
-        except jwt.PyJWTError:
-            raise _invalid("the token is malformed") from None
-        return self._caller(claims), int(claims["exp"])
-
-    def _caller(self, claims: Mapping[str, Any]) -> Caller:
-        granted = _claim_strings(claims.get("scope", claims.get("scp")))
-        if not granted & self.scopes.both():
-            raise Refusal(
-                403,
-                f"the token grants neither {self.scopes.read!r} nor {self.scopes.write!r}",
-                error="insufficient_scope",
-            )
-        subject = str(claims["sub"])
-        name = next(
-            (str(claims[k]) for k in ("preferred_username", "name", "email") if claims.get(k)), subject
-        )
-        workspaces = None
-        if self.workspaces_claim is not None:
-            listed = _claim_strings(claims.get(self.workspaces_claim))
-            workspaces = None if "*" in listed else listed
-        return Caller(
-            subject=f"oauth:{self.issuer}#{subject}",
-            name=name,
-            source="oauth",
-            scopes=granted,
-            workspaces=workspaces,
-            can_write=self.scopes.write in granted,
-            claims=claims,
-        )
-
-
-def _claim_strings(value: Any) -> frozenset[str]:
-    """A space-separated string (`scope`) or a list (`scp`, custom claims) as a set of strings."""
-    if isinstance(value, str):
-        return frozenset(value.split())
-    if isinstance(value, list):
-        return frozenset(v for v in value if isinstance(v, str) and v)
-    return frozenset()
-
-
 # -- the authenticator -------------------------------------------------------------------------
 
 
 @dataclass
 class _Cached:
-    user: sdk.AuthenticatedUser
+    user: CallerUser
     expires_at: float  # wall clock
 
 
@@ -633,7 +293,7 @@ class Authenticator:
         self._cache: dict[bytes, _Cached] = {}
         self._static_caller = Caller(subject="token", name="token", source="token", scopes=scopes.both())
 
-    async def authenticate(self, token: str) -> sdk.AuthenticatedUser:
+    async def authenticate(self, token: str) -> CallerUser:
         if self.tokens is not None and self.tokens.refresh():
             self._cache.clear()
         digest = _digest(token)
@@ -650,9 +310,9 @@ class Authenticator:
             caller = self.tokens.lookup(digest)
         if caller is None:
             if self.oauth is None:
-                raise _invalid("the bearer token is not valid")
+                raise invalid_token("the bearer token is not valid")
             caller, expires_at = await self.oauth.verify(token)
-        user = sdk.AuthenticatedUser(access_token_for(caller, token, expires_at=expires_at))
+        user = authenticated_user_for(caller, token, expires_at=expires_at)
         lifetime = math.inf if expires_at is None else min(expires_at, time.time() + VERIFIED_TOKEN_TTL_S)
         if len(self._cache) >= MAX_CACHED_TOKENS:
             del self._cache[next(iter(self._cache))]
@@ -786,7 +446,7 @@ class AuthMiddleware:
                 [(b"retry-after", b"5")],
             )
             return
-        caller = caller_from_access_token(user.access_token)
+        caller = user.caller
         if (
             not caller.can_write
             and caller.source == "oauth"
@@ -798,7 +458,7 @@ class AuthMiddleware:
                 return
             receive = checked
         scope["user"] = user
-        scope["auth"] = AuthCredentials(user.scopes)
+        scope["auth"] = user.credentials
         reset = sdk.auth_context_var.set(user)
         try:
             await self.app(scope, receive, send)
@@ -932,20 +592,6 @@ def _writing_tool_call(body: bytes, writing_tools: Collection[str]) -> tuple[Any
 # -- building it from settings -----------------------------------------------------------------
 
 
-def _is_loopback_host(host: str | None) -> bool:
-    return host in ("localhost", "::1") or bool(host and host.startswith("127."))
-
-
-def _url_problem(url: str) -> str | None:
-    """Why `url` cannot name an issuer or key set (https, or http on loopback for testing)."""
-    parts = urlsplit(url)
-    if parts.scheme == "https" and parts.hostname:
-        return None
-    if parts.scheme == "http" and _is_loopback_host(parts.hostname):
-        return None
-    return "must be an https:// URL (http:// only on a loopback address)"
-
-
 def build_authenticator(settings: ServerSettings) -> Authenticator | None:
     """The authenticator the settings describe, or None when no source is configured."""
     s = settings
@@ -962,7 +608,7 @@ def build_authenticator(settings: ServerSettings) -> Authenticator | None:
             raise ConfigError(f"{flags} need(s) --oauth-issuer")
     else:
         for flag, url in (("--oauth-issuer", s.oauth_issuer), ("--oauth-jwks-url", s.oauth_jwks_url)):
-            problem = _url_problem(url) if url is not None else None
+            problem = url_problem(url) if url is not None else None
             if problem is not None:
                 raise ConfigError(f"{flag} {url}: {problem}")
         if not s.oauth_audience:

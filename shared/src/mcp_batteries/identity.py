@@ -16,11 +16,11 @@ Sources, all turned into the same `Caller` (`mcp_batteries.auth` does the HTTP o
   workspaces;
 - OAuth 2.1 access tokens (JWT): `oauth:<issuer>#<sub>`, scopes and claims from the verified token.
 
-The HTTP authentication middleware stores an SDK `AccessToken` that carries the `Caller`
-(`access_token_for`) on the request (`scope["user"]`, which also binds each HTTP session to the
-credential that opened it) and in the SDK's auth context variable, which the SDK carries with
-each message into the handler's task, so every request (not just a session's first) is seen as
-the credential that sent it. `current_caller` reads it back in O(1).
+The HTTP authentication middleware stores the SDK's `AuthenticatedUser` carrying the `Caller`
+(`authenticated_user_for`) on the request (`scope["user"]`, which also binds each HTTP session
+to the principal that opened it) and in the SDK's auth context variable, which the SDK carries
+with each message into the handler's task, so every request (not just a session's first) is
+seen as the credential that sent it. `current_caller` reads it back in O(1).
 """
 
 from __future__ import annotations
@@ -30,17 +30,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
-from pydantic import PrivateAttr
+from starlette.authentication import AuthCredentials
+
+from mcp_batteries import sdk
+from mcp_batteries.sdk import AuthenticatedUser
 
 __all__ = [
     "READ_SCOPE",
     "WRITE_SCOPE",
     "Caller",
     "CallerSource",
-    "CallerToken",
+    "CallerUser",
     "access_token_for",
+    "authenticated_user_for",
     "caller_from_access_token",
     "current_caller",
     "local_caller",
@@ -84,25 +87,25 @@ def local_caller() -> Caller:
 _LOCAL: Caller | None = None
 
 
-class CallerToken(AccessToken):
-    """The SDK `AccessToken` an MCP Batteries middleware stores: it carries its `Caller`."""
+class CallerUser(AuthenticatedUser):
+    """What the middleware stores in `scope["user"]` and the auth context: the SDK's user type,
+    carrying the `Caller` as a plain attribute so reading it costs nothing per call."""
 
-    _caller: Caller = PrivateAttr()
+    def __init__(self, caller: Caller, access_token: AccessToken) -> None:
+        super().__init__(access_token)
+        self.caller = caller
+        self.credentials = AuthCredentials(access_token.scopes)
 
-    @property
-    def caller(self) -> Caller:
-        return self._caller
 
-
-def access_token_for(caller: Caller, token: str, *, expires_at: int | None = None) -> CallerToken:
-    """The `AccessToken` to store for `caller`, who presented `token`.
+def access_token_for(caller: Caller, token: str, *, expires_at: int | None = None) -> AccessToken:
+    """The SDK `AccessToken` for `caller`, who presented `token`.
 
     The SDK binds a stateful HTTP session to (client_id, claims["iss"], subject) of the token
     that opened it; all three derive from the caller's identity, so a user's other tokens (a
     refreshed OAuth token, a second entry in the tokens file) keep working in the same session,
     and nobody else's do.
     """
-    access = CallerToken(
+    return AccessToken(
         token=token,
         client_id=caller.subject,
         scopes=sorted(caller.scopes),
@@ -110,14 +113,15 @@ def access_token_for(caller: Caller, token: str, *, expires_at: int | None = Non
         expires_at=expires_at,
         claims=dict(caller.claims) or None,
     )
-    access._caller = caller
-    return access
+
+
+def authenticated_user_for(caller: Caller, token: str, *, expires_at: int | None = None) -> CallerUser:
+    """The user object an authentication middleware stores for `caller` (see the module doc)."""
+    return CallerUser(caller, access_token_for(caller, token, expires_at=expires_at))
 
 
 def caller_from_access_token(token: AccessToken) -> Caller:
-    """The `Caller` a token stands for; tokens stored by other code count as OAuth callers."""
-    if isinstance(token, CallerToken):
-        return token.caller
+    """The `Caller` an `AccessToken` stored by other code (the SDK's own auth) stands for."""
     subject = token.subject or token.client_id
     scopes = frozenset(token.scopes)
     return Caller(
@@ -133,9 +137,9 @@ def caller_from_access_token(token: AccessToken) -> Caller:
 def current_caller() -> Caller:
     """The caller of the request being handled (the local user when nothing authenticated it)."""
     global _LOCAL
-    token = get_access_token()
-    if token is not None:
-        return caller_from_access_token(token)
+    user = sdk.auth_context_var.get()
+    if user is not None:
+        return user.caller if isinstance(user, CallerUser) else caller_from_access_token(user.access_token)
     if _LOCAL is None:
         _LOCAL = local_caller()
     return _LOCAL

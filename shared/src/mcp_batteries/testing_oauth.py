@@ -42,6 +42,9 @@ PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519Pri
 _DEFAULT_ALG = {"RSA": "RS256", "EC": "ES256", "Ed25519": "EdDSA"}
 
 
+_generated: dict[tuple[str, KeyKind], PrivateKey] = {}
+
+
 def b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
@@ -63,9 +66,13 @@ class TestIssuer:
         self.port = self._http.server_address[1]
         self.issuer = f"http://127.0.0.1:{self.port}{path}"
         self.jwks_url = f"http://127.0.0.1:{self.port}/jwks.json"
-        self._thread = threading.Thread(target=self._http.serve_forever, name="test-issuer", daemon=True)
-        for kid, kind in (("rsa-1", "RSA"), ("ec-1", "EC"), ("ed-1", "Ed25519")):
-            self.add_key(kid, kind)
+        # A short poll interval: shutting down waits for the serving loop's next look.
+        self._thread = threading.Thread(
+            target=self._http.serve_forever, kwargs={"poll_interval": 0.02}, name="test-issuer", daemon=True
+        )
+        self.add_key("rsa-1", "RSA")
+        self.add_key("ec-1", "EC")
+        self.add_key("ed-1", "Ed25519")
 
     def __enter__(self) -> TestIssuer:
         self._thread.start()
@@ -80,13 +87,15 @@ class TestIssuer:
 
     # -- keys
     def add_key(self, kid: str, kind: KeyKind = "RSA", *, publish: bool = True) -> None:
-        key: PrivateKey
-        if kind == "RSA":
-            key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        elif kind == "EC":
-            key = ec.generate_private_key(ec.SECP256R1())
-        else:
-            key = ed25519.Ed25519PrivateKey.generate()
+        key = _generated.get((kid, kind))
+        if key is None:  # RSA keys take a while to make: one per name and kind per process
+            if kind == "RSA":
+                key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            elif kind == "EC":
+                key = ec.generate_private_key(ec.SECP256R1())
+            else:
+                key = ed25519.Ed25519PrivateKey.generate()
+            _generated[(kid, kind)] = key
         with self._lock:
             self._keys[kid] = (kind, key)
             if publish:
@@ -107,11 +116,12 @@ class TestIssuer:
         keys = []
         with self._lock:
             for kid in sorted(self.published):
-                kind, key = self._keys[kid]
+                _, key = self._keys[kid]
                 public = key.public_key()
-                if kind == "RSA":
+                jwk: dict[str, Any]
+                if isinstance(public, rsa.RSAPublicKey):
                     jwk = RSAAlgorithm.to_jwk(public, as_dict=True)
-                elif kind == "EC":
+                elif isinstance(public, ec.EllipticCurvePublicKey):
                     jwk = ECAlgorithm.to_jwk(public, as_dict=True)
                 else:
                     jwk = OKPAlgorithm.to_jwk(public, as_dict=True)
