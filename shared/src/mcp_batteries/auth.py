@@ -391,7 +391,7 @@ def _metadata_response(authenticator: Authenticator, scope: Scope, resource_path
     if scope.get("method") == "OPTIONS":
         return Response(status_code=204, headers=cors)
     body = authenticator.resource_metadata(scope, resource_path)
-    return JSONResponse(body, headers={**cors, "Cache-Control": "public, max-age=3600"})
+    return JSONResponse(body, headers={**cors, "Cache-Control": "max-age=300"})
 
 
 # -- the middleware ----------------------------------------------------------------------------
@@ -434,7 +434,7 @@ class AuthMiddleware:
                 raise Refusal(401, "send 'Authorization: Bearer <token>'")
             user = await self.authenticator.authenticate(token)
         except Refusal as refusal:
-            logger.info("refused %s %s: %s", scope.get("method"), scope["path"], refusal.description)
+            logger.info("refused %s %r: %s", scope.get("method"), scope["path"], refusal.description)
             await self._refuse(scope, send, refusal)
             return
         except KeysUnavailable as exc:
@@ -500,7 +500,7 @@ class AuthMiddleware:
             f"this token ({caller.name}) grants only {scopes.read!r}",
             error="insufficient_scope",
         )
-        logger.info("refused %s to %s: %s", tool, caller.subject, refusal.description)
+        logger.info("refused %r to %r: %s", tool, caller.subject, refusal.description)
         await self._refuse(scope, send, refusal, request_id)
         return None
 
@@ -511,11 +511,14 @@ def _sentence(refusal: Refusal) -> str:
 
 
 def _bearer(scope: Scope) -> str | None:
-    value = _header(scope, b"authorization")
-    if value is None or value[:7].lower() != "bearer ":
-        return None
-    token = value[7:].strip()
-    return token or None
+    """The bearer token, decoded so that `_digest` sees exactly the bytes the client sent."""
+    for key, raw in scope.get("headers", ()):
+        if key == b"authorization":
+            value = bytes(raw).decode("utf-8", "surrogateescape")
+            if value[:7].lower() != "bearer ":
+                return None
+            return value[7:].strip() or None
+    return None
 
 
 def _rpc_error(request_id: Any, code: int, message: str) -> dict[str, Any]:

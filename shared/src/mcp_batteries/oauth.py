@@ -64,6 +64,7 @@ JWKS_MAX_AGE_S = 900.0
 #: After a failed fetch, the next attempt waits this long (requests meanwhile get 503 or old keys).
 JWKS_RETRY_AFTER_FAILURE_S = 5.0
 FETCH_TIMEOUT_S = 5.0
+FETCH_DEADLINE_S = 10.0
 MAX_METADATA_BYTES = 1 << 20
 MAX_TOKEN_CHARS = 16_384
 
@@ -120,21 +121,27 @@ FetchJson = Callable[[str], Awaitable[Any]]
 
 
 async def fetch_json(url: str) -> Any:
-    """GET `url` as JSON (bounded in time and size, no redirects), off the event loop's back."""
+    """GET `url` as JSON: async (the server keeps serving meanwhile), no redirects, bounded in
+    size and in total time (a peer that drips bytes cannot hold the key lock for long)."""
     import httpx2  # only OAuth needs it
 
     try:
-        async with (
-            httpx2.AsyncClient(timeout=FETCH_TIMEOUT_S, follow_redirects=False) as http,
-            http.stream("GET", url, headers={"Accept": "application/json"}) as response,
-        ):
-            if response.status_code != 200:
-                raise KeysUnavailable(f"{url} answered HTTP {response.status_code}")
-            body = bytearray()
-            async for chunk in response.aiter_bytes():
-                body += chunk
-                if len(body) > MAX_METADATA_BYTES:
-                    raise KeysUnavailable(f"{url} sent more than {MAX_METADATA_BYTES} bytes")
+        with anyio.fail_after(FETCH_DEADLINE_S):
+            async with (
+                httpx2.AsyncClient(timeout=FETCH_TIMEOUT_S, follow_redirects=False) as http,
+                http.stream("GET", url, headers={"Accept": "application/json"}) as response,
+            ):
+                if response.status_code != 200:
+                    raise KeysUnavailable(f"{url} answered HTTP {response.status_code}")
+                body = bytearray()
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) > MAX_METADATA_BYTES:
+                        raise KeysUnavailable(f"{url} sent more than {MAX_METADATA_BYTES} bytes")
+    except TimeoutError as exc:
+        raise KeysUnavailable(
+            f"cannot fetch {url}: no complete answer within {FETCH_DEADLINE_S:g} s"
+        ) from exc
     except httpx2.HTTPError as exc:
         raise KeysUnavailable(f"cannot fetch {url}: {exc or type(exc).__name__}") from exc
     try:
@@ -226,8 +233,6 @@ class JwksKeys:
         self._unknown_refetch_at = -math.inf
         self._generation = 0
         self._lock = anyio.Lock()
-        #: How many times the JWKS was fetched (for tests and the curious).
-        self.fetches = 0
 
     async def key(self, kid: str | None, alg: str) -> jwt.PyJWK | None:
         """The key to verify a token signed with `alg` by key `kid`; None if there is none."""
@@ -271,8 +276,6 @@ class JwksKeys:
                 if self._keys is None:
                     raise
                 return
-            finally:
-                self.fetches += 1
             self._keys = keys
             self._fetched_at = self._clock()
             self._generation += 1
