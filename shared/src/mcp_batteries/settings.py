@@ -98,7 +98,7 @@ class ServerSettings(BaseSettings):
         description="HTTP: file holding the bearer token clients must send (or set MCP_AUTH_TOKEN).",
     )
     insecure_no_auth: bool = Field(
-        False, description="HTTP: allow binding a non-loopback address without a bearer token."
+        False, description="HTTP: allow binding a non-loopback address without authentication."
     )
     # -- authentication beyond the static token (mcp_batteries.auth; docs/configuration.md) --
     tokens_file: Path | None = Field(
@@ -124,7 +124,9 @@ class ServerSettings(BaseSettings):
         json_schema_extra={"metavar": "URL"},
     )
     oauth_read_scope: str = Field(
-        "mcp:read", description="HTTP: scope granting the read-only tools.", json_schema_extra={"metavar": "SCOPE"}
+        "mcp:read",
+        description="HTTP: scope granting the read-only tools.",
+        json_schema_extra={"metavar": "SCOPE"},
     )
     oauth_write_scope: str = Field(
         "mcp:write", description="HTTP: scope granting every tool.", json_schema_extra={"metavar": "SCOPE"}
@@ -137,8 +139,8 @@ class ServerSettings(BaseSettings):
     public_url: str | None = Field(
         None,
         description=(
-            "HTTP: scheme://host[:port] clients use to reach this server, for OAuth metadata "
-            "(default: taken from each request)."
+            "HTTP: the URL clients reach this server at, scheme://host[:port] only (behind a TLS "
+            "proxy), for OAuth metadata (default: taken from each request)."
         ),
         json_schema_extra={"metavar": "URL"},
     )
