@@ -210,6 +210,7 @@ async def test_protected_resource_metadata_names_the_issuer_and_the_scopes(
         public = await http.get(
             running.base_url.replace("127.0.0.1", "localhost") + "/.well-known/oauth-protected-resource/mcp"
         )
+        root = await http.get(running.base_url + "/.well-known/oauth-protected-resource")
     assert metadata.status_code == 200
     assert metadata.json() == {
         "resource": running.url,
@@ -217,6 +218,7 @@ async def test_protected_resource_metadata_names_the_issuer_and_the_scopes(
         "scopes_supported": ["mcp:read", "mcp:write"],
         "bearer_methods_supported": ["header"],
     }
+    assert root.json() == metadata.json()  # where clients look without the challenge's hint
     # The resource is named as the client reached it (or by --public-url behind a proxy).
     assert public.json()["resource"] == running.url.replace("127.0.0.1", "localhost")
 

@@ -417,15 +417,19 @@ class AuthMiddleware:
         self.authenticator = authenticator
         self.resource_path = resource_path
         self.writing_tools = writing_tools
-        self._metadata_path = (
-            metadata_path(resource_path) if serve_metadata and authenticator.oauth is not None else None
+        # The path RFC 9728 derives from the resource, and the root form clients without the
+        # challenge's resource_metadata fall back to (meaningful only for a single server).
+        self._metadata_paths = (
+            frozenset({metadata_path(resource_path), WELL_KNOWN_RESOURCE})
+            if serve_metadata and authenticator.oauth is not None
+            else frozenset()
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return
-        if scope["path"] == self._metadata_path:
+        if scope["path"] in self._metadata_paths:
             await _metadata_response(self.authenticator, scope, self.resource_path)(scope, receive, send)
             return
         token = _bearer(scope)
