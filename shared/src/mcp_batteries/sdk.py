@@ -16,6 +16,7 @@ from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from pydantic import BaseModel
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "auth_context_var",
     "connection_of",
     "lowlevel_server",
+    "open_sessions",
     "set_tool_input_schema",
 ]
 
@@ -103,3 +105,8 @@ def set_tool_input_schema(server: MCPServer[Any], name: str, schema: dict[str, A
     if tool is None:
         raise KeyError(f"no tool named {name!r}")
     tool.parameters = schema
+
+
+def open_sessions(manager: StreamableHTTPSessionManager) -> int:
+    """How many stateful sessions the manager tracks (private: `_server_instances`)."""
+    return len(manager._server_instances)

@@ -63,6 +63,8 @@ BUNDLE_FIELDS: frozenset[str] = frozenset(
     if (info.description or "").startswith("HTTP:") and name != "path"
 ) | {"log_level"}
 
+#: The bundle's own settings (no server has them).
+_BUNDLE_OWN_FIELDS = frozenset({"servers", "shutdown_grace", "startup_timeout"})
 #: Common per-server fields the bundle decides for each mount (never the user).
 _FORCED_FIELDS = frozenset({"transport", "path", "config"})
 
@@ -79,6 +81,19 @@ class BundleSettings(ServerSettings):
         json_schema_extra={"positional": True, "metavar": "NAME"},
     )
     transport: Literal["http"] = Field("http", description="The bundle always speaks HTTP.")
+    shutdown_grace: float = Field(
+        10.0,
+        ge=0,
+        description="HTTP: on SIGTERM or Ctrl-C, seconds calls in flight get to finish before sessions end.",
+        json_schema_extra={"metavar": "SECONDS"},
+    )
+    startup_timeout: float = Field(
+        30.0,
+        gt=0,
+        description="HTTP: seconds to wait for every server to start before serving; a server still starting "
+        "answers 503 until it is ready.",
+        json_schema_extra={"metavar": "SECONDS"},
+    )
 
 
 @dataclass(frozen=True)
@@ -118,7 +133,7 @@ def check_file(
     installed: Mapping[str, ServerDefinition[Any]],
 ) -> None:
     """Unknown server names and keys, each refused with what is allowed instead."""
-    allowed_top = sorted(BUNDLE_FIELDS | {"servers"})
+    allowed_top = sorted(BUNDLE_FIELDS | _BUNDLE_OWN_FIELDS)
     for key in top:
         if key in allowed_top:
             continue
@@ -202,7 +217,7 @@ def _serve_parser(prog: str, installed: Mapping[str, ServerDefinition[Any]]) -> 
     fields = BundleSettings.model_fields
     _add_argument(parser, "servers", fields["servers"], positional=True)
     listener = parser.add_argument_group("listener and sign-in (shared by every server)")
-    for name in sorted(BUNDLE_FIELDS, key=list(fields).index):
+    for name in sorted(BUNDLE_FIELDS | _BUNDLE_OWN_FIELDS - {"servers"}, key=list(fields).index):
         _add_argument(listener, name, fields[name], positional=False)
     _add_argument(listener, "config", fields["config"], positional=False)
     return parser

@@ -1,0 +1,212 @@
+"""`mcp-batteries serve`: every installed server (or those named) in one uvicorn process.
+
+    argv -> BundleConfig (configfile.py) -> one BatteriesServer per server -> BundleApp (app.py)
+         -> uvicorn, until SIGINT/SIGTERM: new calls refused, calls in flight finish (bounded by
+            --shutdown-grace), sessions and services close.
+
+Configuration mistakes (an unknown server or key, a bad value, a server that refuses its own
+settings, sign-in that cannot work) are one line on stderr and exit status 2. A server whose
+services fail when it starts is not a configuration mistake: it is reported by `/status` and
+answers 503 while the others serve.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from starlette.types import ASGIApp
+
+from mcp_batteries.auth import TOKEN_ENV, build_authenticator
+from mcp_batteries.bundle.app import BundleApp, Mount
+from mcp_batteries.bundle.configfile import BundleConfig, BundleSettings, parse_serve_args
+from mcp_batteries.cli import fail
+from mcp_batteries.errors import ConfigError
+from mcp_batteries.transports import configure_logging, say, tune_gc
+
+if TYPE_CHECKING:
+    import socket
+
+    import uvicorn
+
+    from mcp_batteries.app import BatteriesServer
+    from mcp_batteries.definition import ServerDefinition
+
+__all__ = ["build_bundle", "serve_bundle", "serve_main"]
+
+logger = logging.getLogger(__name__)
+
+
+def mcp_endpoint(server: BatteriesServer, path: str) -> ASGIApp:
+    """The MCP endpoint of `server` at `path`: what a single server serves, without sign-in."""
+    from mcp_batteries.events import BoundedEventStore
+    from mcp_batteries.http import SSE_RETRY_MS, transport_security
+
+    s = server.settings
+    return server.mcp.streamable_http_app(
+        streamable_http_path=path,
+        stateless_http=s.stateless,
+        event_store=None if s.stateless else BoundedEventStore(),
+        retry_interval=None if s.stateless else SSE_RETRY_MS,
+        transport_security=transport_security(server),
+        host=s.host,
+    )
+
+
+def _mount(definition: ServerDefinition[Any], settings: Any) -> Mount:
+    path = f"/{definition.name}/mcp"
+    try:
+        server = definition.build_server(settings)
+        server.check_tool_lists()
+    except ConfigError as exc:
+        raise ConfigError(f"[{definition.name}] {exc}") from None
+    except Exception as exc:
+        # A server package that cannot even be built (a bug, a missing optional dependency) is
+        # that server's failure, not the bundle's.
+        logger.error("%s could not be built", definition.name, exc_info=True)
+        return Mount.failed(definition, path, f"could not be built: {type(exc).__name__}: {exc}")
+    return Mount(definition=definition, server=server, path=path, endpoint=mcp_endpoint(server, path))
+
+
+def build_bundle(config: BundleConfig) -> BundleApp:
+    """The bundle's app: a mount per server, one authenticator for all; ConfigError for mistakes."""
+    settings = config.settings
+    authenticator = build_authenticator(settings)
+    if authenticator is None and not settings.is_loopback and not settings.insecure_no_auth:
+        raise ConfigError(
+            f"refusing to serve {settings.host} without authentication: set {TOKEN_ENV}, "
+            "--auth-token-file, --tokens-file or --oauth-issuer, "
+            "or pass --insecure-no-auth if a proxy in front authenticates"
+        )
+    mounts = [_mount(definition, server_settings) for definition, server_settings in config.servers.values()]
+    return BundleApp(mounts, authenticator=authenticator, startup_timeout=settings.startup_timeout)
+
+
+def _display_host(host: str) -> str:
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def bundle_banner(bundle: BundleApp, settings: BundleSettings, port: int) -> str:
+    base = f"http://{_display_host(settings.host)}:{port}"
+    mode = "stateless" if settings.stateless else "stateful sessions"
+    auth = "sign-in required" if bundle.authenticator is not None else "no authentication"
+    width = max(len(mount.name) for mount in bundle.mounts)
+    url_width = max(len(base + mount.path) for mount in bundle.mounts)
+    lines = [
+        f"mcp-batteries {bundle.version}: {len(bundle.mounts)} server(s) over Streamable HTTP on {base} "
+        f"({mode}, {auth}); status at {base}/status, health check at {base}/healthz. Ctrl-C stops it."
+    ]
+    for mount in bundle.mounts:
+        state = mount.state if mount.reason is None else f"{mount.state}: {mount.reason}"
+        lines.append(f"  {mount.name.ljust(width)}  {(base + mount.path).ljust(url_width)}  {state}")
+    if not settings.is_loopback and not settings.allowed_hosts:
+        lines.append(
+            "  note: only loopback Host headers are accepted; add --allowed-hosts NAME:* for the name "
+            "remote clients use"
+        )
+    return "\n".join(lines)
+
+
+def _draining_server(config: uvicorn.Config, bundle: BundleApp, grace: float) -> uvicorn.Server:
+    import uvicorn
+    from sse_starlette.sse import AppStatus
+
+    class DrainingServer(uvicorn.Server):
+        """Shut down in the order that loses nothing.
+
+        uvicorn waits for open connections before it shuts the app down, and an open event
+        stream never ends by itself; sse-starlette (under the SDK's SSE responses) ends every
+        stream, calls in flight included, the moment uvicorn sees the signal. So: its automatic
+        drain is off while the bundle serves; on shutdown, stop accepting, drain the bundle (calls
+        in flight finish, then sessions close), end what streams are left, let uvicorn finish.
+        """
+
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+            AppStatus.enable_automatic_graceful_drain = False
+            try:
+                await super().serve(sockets)
+            finally:
+                AppStatus.should_exit = False  # process-wide: a later server must start afresh
+                AppStatus.enable_automatic_graceful_drain = True
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            for listener in self.servers:
+                listener.close()
+            await bundle.drain(grace)
+            AppStatus.should_exit = True
+            await super().shutdown(sockets)
+
+    return DrainingServer(config)
+
+
+async def serve_bundle(
+    bundle: BundleApp,
+    settings: BundleSettings,
+    *,
+    on_started: Callable[[int], Awaitable[None]] | None = None,
+    stop: anyio.Event | None = None,
+) -> None:
+    """Serve until SIGINT/SIGTERM (or `stop`, for tests and benchmarks), then drain and return."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        bundle,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        lifespan="on",
+        access_log=False,
+        # What is left after the bundle's own drain: connections that send nothing more.
+        timeout_graceful_shutdown=5,
+    )
+    web = _draining_server(config, bundle, settings.shutdown_grace)
+    async with anyio.create_task_group() as tg:
+
+        async def announce() -> None:
+            while not web.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event
+                await anyio.sleep(0.02)
+            port = web.servers[0].sockets[0].getsockname()[1] if web.servers else settings.port
+            say(bundle_banner(bundle, settings, port))
+            if on_started is not None:
+                await on_started(port)
+
+        async def stop_when_asked(event: anyio.Event) -> None:
+            await event.wait()
+            web.should_exit = True
+
+        tg.start_soon(announce)
+        if stop is not None:
+            tg.start_soon(stop_when_asked, stop)
+        await web.serve()  # uvicorn handles SIGINT/SIGTERM: it calls shutdown() above
+        tg.cancel_scope.cancel()
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    """uvicorn re-raises the signal after draining; with this handler the exit status is 0."""
+
+
+def serve_main(
+    argv: Sequence[str],
+    *,
+    prog: str = "mcp-batteries serve",
+    installed: Mapping[str, ServerDefinition[Any]] | None = None,
+) -> None:
+    """`mcp-batteries serve`: parse, build, serve; configuration mistakes exit 2."""
+    config = parse_serve_args(argv, prog=prog, installed=installed)
+    configure_logging(config.settings.log_level)
+    try:
+        bundle = build_bundle(config)
+        tune_gc()
+        signal.signal(signal.SIGTERM, _exit_cleanly)
+        anyio.run(serve_bundle, bundle, config.settings)
+    except ConfigError as exc:
+        fail(str(exc), prog=prog)
+    except KeyboardInterrupt:
+        pass
