@@ -171,21 +171,39 @@ def server_settings(
     table: Mapping[str, Any],
     bundle: ServerSettings | None,
     *,
-    where: str,
+    file: Path | None,
 ) -> ServerSettings:
     """One server's settings: its table from the file, its environment, and the bundle's values."""
     forced: dict[str, Any] = {}
     if bundle is not None:
-        forced = {
-            name: getattr(bundle, name) for name in BUNDLE_FIELDS if name in definition.settings.model_fields
-        }
+        fields = definition.settings.model_fields
+        forced = {name: getattr(bundle, name) for name in BUNDLE_FIELDS if name in fields}
         forced.update(transport="http", path=f"/{definition.name}/mcp", config=None)
     try:
         settings: ServerSettings = build_settings(definition.settings, forced, None, config_table=table)
         return settings
     except ValidationError as exc:
-        message = _describe_validation_error(exc, {}, definition.settings.env_prefix(), None)
-        raise ConfigError(f"[{definition.name}] {where}: {message}") from None
+        raise ConfigError(_describe(exc, definition, table, file)) from None
+
+
+def _describe(
+    error: ValidationError, definition: ServerDefinition[Any], table: Mapping[str, Any], file: Path | None
+) -> str:
+    """A server's bad values, each named where it came from: its environment variable or the file."""
+    prefix = definition.settings.env_prefix()
+    parts = []
+    for item in error.errors():
+        field = str(item["loc"][0]) if item["loc"] else "settings"
+        if prefix + field.upper() in os.environ:
+            where = prefix + field.upper()
+        elif field in table and file is not None:
+            where = f"{field} in [{definition.name}] of {file}"
+        else:
+            where = f"{definition.name}: {field}"
+        given = item.get("input")
+        shown = f" (got {given!r})" if given is not None and not isinstance(given, dict) else ""
+        parts.append(f"{where}: {item['msg']}{shown}")
+    return "invalid configuration: " + "; ".join(parts)
 
 
 # -- the command line ------------------------------------------------------------------------------
@@ -258,12 +276,8 @@ def parse_serve_args(
                 "no MCP Batteries server is installed: install one (e.g. uv tool install mcp-batteries "
                 "--with mcp-batteries-filesystem) or name a server package"
             )
-        where = f"in {path}" if path is not None else "(environment)"
         servers = {
-            name: (
-                installed[name],
-                server_settings(installed[name], tables.get(name, {}), bundle, where=where),
-            )
+            name: (installed[name], server_settings(installed[name], tables.get(name, {}), bundle, file=path))
             for name in sorted(selected)
         }
     except ConfigError as exc:
