@@ -331,7 +331,7 @@ def test_server_arguments_come_from_the_bundles_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (("nosuch",), "unknown server(s) nosuch; installed servers: "),
+        (("No_Such",), "No_Such: not a server name"),
         (("sql", "--http", "ftp://x"), "--http ftp://x: give the bundle's base URL"),
         (("sql", "--http", f"{URL}/sql/mcp"), "not a server's endpoint"),
         (("sql", "fetch", "--", "x"), "arguments after -- go to one server"),
@@ -358,3 +358,10 @@ def test_the_console_script_prints_the_entries_and_fails_with_exit_2() -> None:
         [script_path("mcp-batteries"), "config", "zed"], capture_output=True, text=True, timeout=60
     )
     assert wrong.returncode == 2 and "invalid choice: 'zed'" in wrong.stderr
+
+
+def test_a_server_not_installed_here_can_be_configured_with_a_note() -> None:
+    done = run_config("cursor", "git", "--http", URL)
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["mcpServers"]["git"]["url"] == "https://mcp.example.com/git/mcp"
+    assert "note: git not installed here" in done.stderr

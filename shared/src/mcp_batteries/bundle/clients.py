@@ -40,6 +40,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mcp_batteries.bundle.configfile import check_file, load_file, settings_as_args
+from mcp_batteries.bundle.scaffold import NAME_PATTERN
 from mcp_batteries.cli import _OneLineParser, fail
 from mcp_batteries.definition import ServerDefinition, discover
 from mcp_batteries.errors import ConfigError
@@ -432,20 +433,31 @@ def config_main(argv: Sequence[str], *, prog: str = "mcp-batteries config") -> i
     options = _parser(prog, installed).parse_args(argv)
     try:
         names = list(dict.fromkeys(options.servers)) or list(installed)
-        unknown = [name for name in names if name not in installed]
-        if unknown:
-            raise ConfigError(
-                f"unknown server(s) {', '.join(unknown)}; installed servers: {', '.join(installed) or 'none'}"
-            )
         if not names:
-            raise ConfigError("no MCP Batteries server is installed")
+            raise ConfigError("no MCP Batteries server is installed here: name the servers to configure")
+        # The entries run `uvx mcp-batteries-NAME` or point at a bundle: a server need not be
+        # installed here to be configured, as long as its name could be one.
+        malformed = [name for name in names if name not in installed and not NAME_PATTERN.fullmatch(name)]
+        if malformed:
+            raise ConfigError(f"{', '.join(malformed)}: not a server name (lowercase words joined by '-')")
+        elsewhere = [name for name in names if name not in installed]
+        if elsewhere:
+            sys.stderr.write(
+                f"note: {', '.join(elsewhere)} not installed here; the entries run uvx mcp-batteries-NAME "
+                f"(installed: {', '.join(installed) or 'none'})\n"
+            )
         args: dict[str, list[str]] = {name: [] for name in names}
         if options.config:
             path = Path(options.config).expanduser()
             top, tables = load_file(path)
             check_file(path, top, tables, installed)
             for name in names:
-                args[name] = settings_as_args(installed[name], tables.get(name, {}))
+                if name in installed:
+                    args[name] = settings_as_args(installed[name], tables.get(name, {}))
+                elif name in tables:
+                    raise ConfigError(
+                        f"[{name}] in {path}: install {name} here to turn its settings into arguments"
+                    )
         if extra:
             if len(names) != 1:
                 raise ConfigError("arguments after -- go to one server: name exactly one SERVER")
