@@ -133,7 +133,7 @@ def stdio_arguments(name: str, tmp_path: Path) -> tuple[list[str], str, dict[str
         (tmp_path / "hello.txt").write_text("hello from a wheel\n")
         return [str(tmp_path)], "read_text_file", {"path": "hello.txt"}
     if name == "sql":
-        return [f"sqlite:///{tmp_path / 'wheel.db'}"], "list_schemas", {}
+        return [f"sqlite:///{tmp_path / 'wheel.db'}", "--allow-write"], "list_schemas", {}
     if name == "fetch":
         return [], "fetch", {"url": "http://127.0.0.1:9/"}  # refused by the SSRF policy: a real answer
     return [], "", {}
@@ -202,7 +202,9 @@ async def test_built_wheels_install_from_a_folder_and_every_console_script_runs(
         f"mcp-batteries-filesystem=={version}",
     ]
     assert "usage: mcp-batteries-filesystem" in run(*uvx, "mcp-batteries-filesystem", "--help").stdout
-    params = StdioServerParameters(command=uvx[0], args=[*uvx[1:], "mcp-batteries-filesystem", str(tmp_path)])
+    params = StdioServerParameters(
+        command=uvx[0], args=[*uvx[1:], "mcp-batteries-filesystem", str(tmp_path)], env=dict(os.environ)
+    )
     async with connect(params, "modern") as client:
         answer = await client.call_tool("read_text_file", {"path": "hello.txt"})
     assert "hello from a wheel" in str(answer.content)
