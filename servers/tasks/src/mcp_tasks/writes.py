@@ -498,7 +498,7 @@ async def _check_new_dependencies(w: Work, row: R.TaskRow, targets: list[int]) -
                 "before its subtasks, so neither could ever start"
             )
         cycle = await w.tx.fetchval(
-            "WITH RECURSIVE reach(id) AS (SELECT ? UNION SELECT d.depends_on FROM task_deps d"
+            "WITH RECURSIVE reach(id) AS (SELECT CAST(? AS BIGINT) UNION SELECT d.depends_on FROM task_deps d"
             " JOIN reach ON d.task_id = reach.id) SELECT count(*) FROM reach WHERE id = ?",
             target, row.id,
         )  # fmt: skip

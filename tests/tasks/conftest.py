@@ -1,0 +1,87 @@
+"""Fixtures for mcp-tasks: a SQLite file per test, a PostgreSQL database per session.
+
+PostgreSQL: MCP_TEST_POSTGRES_DSN (default postgresql://postgres@127.0.0.1:5432/test) names an
+administrative connection; the session creates a uniquely named database and drops it at the end.
+Each test that uses it starts from an empty `mcp_tasks` schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import pytest
+from mcp_tasks.backend import Backend
+from mcp_tasks.database import open_backend
+from mcp_tasks.store import TaskStore
+
+ADMIN_DSN = os.environ.get("MCP_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+ENGINES = ("sqlite", "postgresql")
+
+
+async def _admin(sql: str, dsn: str = ADMIN_DSN) -> None:
+    conn = await asyncpg.connect(dsn, timeout=5)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+def admin_now(sql: str, dsn: str = ADMIN_DSN) -> None:
+    """Run `sql` from synchronous code, even when an event loop is running in this thread."""
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, _admin(sql, dsn)).result()
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A throw-away database for the whole session; its DSN."""
+    name = f"mcp_tasks_test_{uuid.uuid4().hex[:10]}"
+    admin_now(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(ADMIN_DSN)
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        admin_now(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def pg_url(pg_database: str) -> str:
+    """The session database with an empty task schema."""
+    admin_now("DROP SCHEMA IF EXISTS mcp_tasks CASCADE", pg_database)
+    return pg_database
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "tasks.db"
+
+
+@pytest.fixture(params=ENGINES)
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    if request.param == "sqlite":
+        opened = await open_backend(sqlite_path=tmp_path / "tasks.db")
+    else:
+        opened = await open_backend(database_url=request.getfixturevalue("pg_url"))
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+@pytest.fixture
+async def store(backend: Backend) -> TaskStore:
+    return TaskStore(backend)
+
+
+def store_url(backend: Backend) -> list[str]:
+    """Command-line arguments that open the same database in another process."""
+    if backend.sqlite_path is not None:
+        return ["--db", str(backend.sqlite_path)]
+    return ["--database-url", getattr(backend, "dsn")]
