@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from mcp_batteries.settings import NameList, ServerSettings
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from mcp_fetch.client import FetchSettings
 
@@ -58,14 +56,6 @@ class FetchServerSettings(ServerSettings):
         description="Converted pages kept in memory so paging with start_index does not refetch.",
     )
 
-    @field_validator("allow_host", mode="before")
-    @classmethod
-    def _split_hosts(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        if isinstance(value, list):
-            return [p.strip() for item in value for p in str(item).split(",") if p.strip()]
-        return value
 
 
 def fetch_settings(settings: FetchServerSettings) -> FetchSettings:
