@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import urlsplit, urlunsplit
 
+import anyio
 import asyncpg
 import pytest
+from mcp import Client
+from mcp_batteries.testing import Era, Notifications, legacy_subscribe
 from mcp_tasks.backend import Backend
 from mcp_tasks.database import open_backend
 from mcp_tasks.store import TaskStore
@@ -85,3 +91,49 @@ def store_url(backend: Backend) -> list[str]:
     if backend.sqlite_path is not None:
         return ["--db", str(backend.sqlite_path)]
     return ["--database-url", getattr(backend, "dsn")]
+
+
+@asynccontextmanager
+async def hearing(
+    client: Client, era: Era, heard: Notifications, uris: Sequence[str], *, listing: bool = True
+) -> AsyncIterator[None]:
+    """Subscribe `client` to `uris` (and list changes) so that `heard` collects both eras' events.
+
+    Handshake era: `resources/subscribe` (the client's message_handler must be `heard`; every such
+    connection also hears list changes). 2026-07-28: a `subscriptions/listen` stream whose events are
+    fed into `heard` as the same notification shapes.
+    """
+    if era == "legacy":
+        for uri in uris:
+            await legacy_subscribe(client, uri)
+        yield
+        return
+    async with (
+        client.listen(resource_subscriptions=list(uris), resources_list_changed=listing) as events,
+        anyio.create_task_group() as tg,
+    ):
+
+        async def pump() -> None:
+            async for event in events:
+                kind = type(event).__name__
+                if kind == "ResourceUpdated":
+                    uri = str(event.uri)  # type: ignore[union-attr]
+                    await heard(SimpleNamespace(method="notifications/resources/updated", params=SimpleNamespace(uri=uri)))
+                elif kind == "ResourcesListChanged":
+                    await heard(SimpleNamespace(method="notifications/resources/list_changed", params=None))
+
+        tg.start_soon(pump)
+        yield
+        tg.cancel_scope.cancel()
+
+
+def updated(heard: Notifications) -> list[str]:
+    return [str(n.params.uri) for n in heard.received if getattr(n, "method", "") == "notifications/resources/updated"]
+
+
+#: Subprocess servers keep compiled bytecode between starts (this sandbox sets
+#: PYTHONDONTWRITEBYTECODE, which makes every start compile ~400 modules from source).
+FAST_START = {
+    "PYTHONDONTWRITEBYTECODE": "",
+    "PYTHONPYCACHEPREFIX": str(Path(tempfile.gettempdir()) / "mcp-tasks-tests-pycache"),
+}

@@ -146,10 +146,13 @@ class PostgresBackend:
             yield PostgresTx(conn)
 
     @asynccontextmanager
-    async def listening(self, on_payload: Callable[[str], None]) -> AsyncIterator[None]:
+    async def listening(
+        self, on_payload: Callable[[str], None], *, on_lost: Callable[[], None]
+    ) -> AsyncIterator[None]:
         """LISTEN on a dedicated connection for as long as the context lasts.
 
-        `on_payload` runs on the event loop for each NOTIFY (it must not block or await).
+        `on_payload` runs on the event loop for each NOTIFY and `on_lost` if the connection
+        dies; neither may block or await.
         """
         try:
             conn = await asyncpg.connect(
@@ -161,6 +164,7 @@ class PostgresBackend:
         def deliver(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
             on_payload(payload)
 
+        conn.add_termination_listener(lambda _conn: on_lost())
         await conn.add_listener(NOTIFY_CHANNEL, deliver)
         try:
             yield

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
+from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    INVALID_PARAMS,
     CallToolResult,
     Completion,
     PromptReference,
@@ -14,7 +18,7 @@ from mcp.types import (
     TextContent,
 )
 from mcp_batteries.app import BatteriesServer
-from mcp_batteries.errors import InvalidInput
+from mcp_batteries.errors import BatteriesError, InvalidInput
 from mcp_batteries.identity import current_caller
 from pydantic import BaseModel, Field
 
@@ -75,6 +79,16 @@ def actor() -> Actor:
     return Actor.from_caller(current_caller())
 
 
+@contextmanager
+def prompt_arguments() -> Iterator[None]:
+    # The SDK reports any exception from a prompt as "Error rendering prompt NAME"; a bad argument
+    # must say what was wrong (JSON-RPC -32602, as for tools and resources).
+    try:
+        yield
+    except BatteriesError as exc:
+        raise MCPError(INVALID_PARAMS, str(exc)) from exc
+
+
 def build_server(settings: TasksSettings) -> BatteriesServer:
     service = TasksService(settings)
 
@@ -99,7 +113,7 @@ def build_server(settings: TasksSettings) -> BatteriesServer:
         subscriptions=check_subscription,
     )
     server.service(service.running)
-    live.connect(server, service)
+    live.TasksLive(server, service)
 
     # -- tools: creating -----------------------------------------------------------------------
     @server.tool(title="Add a task", read_only=False)
@@ -412,7 +426,8 @@ def build_server(settings: TasksSettings) -> BatteriesServer:
     @server.prompt(title="Summarise the tasks")
     async def task_summary(list: str | None = None) -> str:
         """Statistics of the tasks (total, completed, pending, high priority) and a request for advice."""
-        return prompts.task_summary(await service.store.summary(actor(), list), list)
+        with prompt_arguments():
+            return prompts.task_summary(await service.store.summary(actor(), list), list)
 
     @server.prompt(title="Plan a goal as tasks")
     async def plan_goal(goal: str, list: str | None = None) -> str:
@@ -423,10 +438,11 @@ def build_server(settings: TasksSettings) -> BatteriesServer:
     async def standup(since: str = "24h", list: str | None = None) -> str:
         """What changed since a time (24h, 3d, 2026-11-20, yesterday), what is in progress, blocked, next."""
         who = actor()
-        history, truncated = await service.store.history(who, since, list)
-        return prompts.standup(
-            since, history, truncated, await service.store.summary(who, list),
-            await service.store.next_task(who, list_ref=list), list,
-        )  # fmt: skip
+        with prompt_arguments():
+            history, truncated = await service.store.history(who, since, list)
+            return prompts.standup(
+                since, history, truncated, await service.store.summary(who, list),
+                await service.store.next_task(who, list_ref=list), list,
+            )  # fmt: skip
 
     return server

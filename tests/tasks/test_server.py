@@ -1,0 +1,213 @@
+"""mcp-tasks through real clients: the classic demo's shapes, every tool and resource, both eras,
+stdio and HTTP subprocesses, read-only mode, and this process's own changes heard live."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.types import PromptReference, ResourceTemplateReference
+from mcp_batteries.testing import ERAS, Era, Notifications, connect, connect_http, http_server, stdio_params
+from mcp_tasks.config import TasksSettings
+from mcp_tasks.server import build_server
+
+from .conftest import FAST_START, hearing, updated
+
+pytestmark = pytest.mark.anyio
+
+READING = {"get_task", "list_tasks", "next_task", "list_lists"}
+WRITING = {"add_task", "add_tasks", "update_task", "set_status", "complete_task", "move_task", "delete_task",
+           "create_list", "archive_list"}  # fmt: skip
+
+# The classic demo task server (a FastMCP "Personal Assistant" example, copied widely) as found in
+# public code: `@mcp.tool() def add_task(title: str, description: str = "", priority: str = "medium")
+# -> str` with priorities low/medium/high, answering a sentence that names the title and priority;
+# `@mcp.resource("tasks://list")` returning `json.dumps(tasks)`, a JSON array of objects with these
+# keys; and `@mcp.prompt() def task_summary() -> str` taking no arguments, whose text gives total,
+# completed, pending and high-priority counts. Examples written for it must run unchanged.
+DEMO_TASK_KEYS = {"id", "title", "description", "priority", "completed", "created_at"}
+DEMO_PRIORITIES = ["low", "medium", "high"]
+
+
+def text(result: Any) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+def server_for(path: Path, **settings: Any) -> Any:
+    return build_server(TasksSettings(db=path, **settings))
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_examples_written_for_the_classic_demo_run_unchanged(db_path: Path, era: Era) -> None:
+    async with connect(server_for(db_path).mcp, era) as c:
+        schema = next(t for t in (await c.list_tools()).tools if t.name == "add_task").input_schema
+        assert schema["required"] == ["title"]
+        assert schema["properties"]["description"]["default"] == ""
+        assert schema["properties"]["priority"]["default"] == "medium"
+        assert schema["properties"]["priority"]["enum"] == DEMO_PRIORITIES
+
+        # The demo's own example calls, as written for it:
+        first = await c.call_tool("add_task", {"title": "Learn MCP", "description": "Read the spec", "priority": "high"})
+        second = await c.call_tool("add_task", {"title": "Buy milk"})
+        assert not first.is_error and "Learn MCP" in text(first) and "high" in text(first)
+        assert "medium" in text(second)
+        tasks = json.loads((await c.read_resource("tasks://list")).contents[0].text)
+        assert isinstance(tasks, list) and [t["title"] for t in tasks] == ["Learn MCP", "Buy milk"]
+        for task in tasks:
+            assert DEMO_TASK_KEYS <= task.keys()
+        assert (tasks[0]["description"], tasks[0]["priority"], tasks[0]["completed"]) == ("Read the spec", "high", False)
+        prompts = {p.name: p for p in (await c.list_prompts()).prompts}
+        assert not any(a.required for a in prompts["task_summary"].arguments or [])
+        summary = str((await c.get_prompt("task_summary")).messages[0].content.text)  # type: ignore[union-attr]
+        for line in ("Total tasks: 2", "Completed: 0", "Pending: 2", "High priority (not completed): 1"):
+            assert line in summary
+
+        refused = await c.call_tool("add_task", {"title": "x", "priority": "urgent"})
+        assert refused.is_error
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_every_tool_answers_with_structured_content_and_compact_text(db_path: Path, era: Era) -> None:
+    async with connect(server_for(db_path).mcp, era) as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        assert set(tools) == READING | WRITING
+        for name, tool in tools.items():
+            assert tool.output_schema is not None, name
+            assert tool.annotations is not None and tool.annotations.read_only_hint == (name in READING), name
+        assert tools["delete_task"].annotations.destructive_hint is True  # type: ignore[union-attr]
+
+        async def call(tool: str, **args: Any) -> dict[str, Any]:
+            result = await c.call_tool(tool, args)
+            assert not result.is_error, f"{tool}: {text(result)}"
+            assert result.structured_content is not None and text(result) and "{" not in text(result)[:1]
+            return result.structured_content
+
+        made = await call("create_list", name="launch", title="Website launch")
+        assert made["name"] == "launch" and made["total"] == 0
+        plan = await call(
+            "add_tasks", list="launch",
+            tasks=[{"title": "Build", "key": "b", "priority": "high", "subtasks": [{"title": "API"}, {"title": "UI"}]},
+                   {"title": "Announce", "depends_on": ["b"], "tags": ["comms"], "due": "2030-01-01"}],
+        )  # fmt: skip
+        assert plan["created"] == 4 and [r[0] for r in plan["rows"]] == ["1", "2", "3", "4"]
+        one = await call("add_task", title="Inbox item", tags=["misc"])
+        assert one["list"] == "inbox"
+        detail = await call("get_task", task_id=1)
+        assert [s["id"] for s in detail["subtasks"]] == ["2", "3"] and [d["id"] for d in detail["dependents"]] == ["4"]
+        page = await call("list_tasks", list="launch", limit=2)
+        assert page["total"] == 4 and page["next_offset"] == 2 and page["columns"][0] == "id" and len(page["rows"]) == 2
+        assert (await call("list_tasks", tag="comms", sort="due"))["rows"][0][2] == "Announce"
+        nxt = await call("next_task", list="launch")
+        assert nxt["task"]["title"] == "API" and "Chosen from" in nxt["reason"]
+        changed = await call("update_task", task_id=2, expected_version=1, description="REST", add_tags=["api"])
+        assert changed["task"]["version"] == 2 and changed["task"]["tags"] == ["api"]
+        conflict = await c.call_tool("update_task", {"task_id": 2, "expected_version": 1, "title": "late"})
+        assert conflict.is_error and "conflict" in text(conflict) and '"version":2' in text(conflict)
+        status = await call("set_status", task_id=2, status="in_progress")
+        assert status["task"]["status"] == "in_progress"
+        refused = await c.call_tool("complete_task", {"task_id": 1})
+        assert refused.is_error and "open subtask" in text(refused)
+        done = await call("complete_task", task_id=1, include_subtasks=True)
+        assert done["task"]["completed"] is True and sorted(done["also_changed"]) == ["2", "3"]
+        moved = await call("move_task", task_id=5, list="launch", position="first")
+        assert moved["task"]["list"] == "launch"
+        lists = await call("list_lists")
+        assert [i["name"] for i in lists["lists"]] == ["inbox", "launch"]
+        gone = await call("delete_task", task_id=1, include_subtasks=True)
+        assert gone["deleted"] == ["1", "2", "3"] and gone["unblocked"] == ["4"]
+        archived = await call("archive_list", list="launch")
+        assert archived["archived"] is True
+        missing = await c.call_tool("get_task", {"task_id": 1})
+        assert missing.is_error and "no task 1" in text(missing)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_resources_templates_completion_and_prompts(db_path: Path, era: Era) -> None:
+    async with connect(server_for(db_path).mcp, era) as c:
+        await c.call_tool("add_tasks", {"tasks": [{"title": "Parent", "subtasks": [{"title": "Child", "tags": ["t"]}]}]})
+        await c.call_tool("create_list", {"name": "work"})
+        templates = {t.uri_template for t in (await c.list_resource_templates()).resource_templates}
+        assert templates == {"tasks://lists/{list}", "tasks://lists/{list}/markdown", "tasks://tasks/{task_id}",
+                             "tasks://tasks/{task_id}/markdown"}  # fmt: skip
+        listed = [str(r.uri) for r in (await c.list_resources()).resources]
+        assert listed == ["tasks://list", "tasks://lists", "tasks://lists/inbox", "tasks://lists/work",
+                          "tasks://tasks/1", "tasks://tasks/2"]  # fmt: skip
+        lists = json.loads((await c.read_resource("tasks://lists")).contents[0].text)
+        assert [i["name"] for i in lists] == ["inbox", "work"]
+        inbox = json.loads((await c.read_resource("tasks://lists/inbox")).contents[0].text)
+        assert [(t["title"], t["depth"]) for t in inbox["tasks"]] == [("Parent", 0), ("Child", 1)]
+        checklist = (await c.read_resource("tasks://lists/inbox/markdown")).contents[0]
+        assert checklist.mime_type == "text/markdown" and "  - [ ] **2** Child" in checklist.text  # type: ignore[union-attr]
+        task = json.loads((await c.read_resource("tasks://tasks/2")).contents[0].text)
+        assert task["task"]["parent"] == "1" and task["ancestors"][0]["title"] == "Parent"
+        assert "# 2. Child" in (await c.read_resource("tasks://tasks/2/markdown")).contents[0].text  # type: ignore[union-attr]
+        with pytest.raises(Exception, match="no task 99"):
+            await c.read_resource("tasks://tasks/99")
+        lists_done = await c.complete(
+            ResourceTemplateReference(type="ref/resource", uri="tasks://lists/{list}"), {"name": "list", "value": "w"}
+        )
+        assert lists_done.completion.values == ["work"]
+        ids = await c.complete(
+            ResourceTemplateReference(type="ref/resource", uri="tasks://tasks/{task_id}"), {"name": "task_id", "value": ""}
+        )
+        assert ids.completion.values == ["2", "1"]
+        prompt_lists = await c.complete(PromptReference(type="ref/prompt", name="standup"), {"name": "list", "value": ""})
+        assert prompt_lists.completion.values == ["inbox", "work"]
+        prompts = {p.name for p in (await c.list_prompts()).prompts}
+        assert prompts == {"task_summary", "plan_goal", "standup"}
+        plan = (await c.get_prompt("plan_goal", {"goal": "ship v2", "list": "work"})).messages[0].content
+        assert "ship v2" in plan.text and "add_tasks" in plan.text  # type: ignore[union-attr]
+        await c.call_tool("complete_task", {"task_id": 2})
+        standup = (await c.get_prompt("standup", {"since": "1h"})).messages[0].content.text  # type: ignore[union-attr]
+        assert "Completed:" in standup and "2 Child" in standup and "Next:" in standup
+        with pytest.raises(Exception, match="since must be"):
+            await c.get_prompt("standup", {"since": "whenever"})
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_read_only_offers_only_the_reading_tools(db_path: Path, era: Era) -> None:
+    async with connect(server_for(db_path).mcp, era) as c:
+        await c.call_tool("add_task", {"title": "kept"})
+    async with connect(server_for(db_path, read_only=True).mcp, era) as c:
+        assert {t.name for t in (await c.list_tools()).tools} == READING
+        page = await c.call_tool("list_tasks", {})
+        assert page.structured_content["rows"][0][2] == "kept"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_own_changes_are_heard_by_subscribers(db_path: Path, era: Era) -> None:
+    heard = Notifications()
+    async with connect(server_for(db_path).mcp, era, message_handler=heard) as c:
+        await c.call_tool("add_task", {"title": "watched"})
+        async with hearing(c, era, heard, ["tasks://tasks/1", "tasks://lists/inbox/markdown", "tasks://list"]):
+            await c.call_tool("update_task", {"task_id": 1, "priority": "high"})
+            for uri in ("tasks://tasks/1", "tasks://lists/inbox/markdown", "tasks://list"):
+                await heard.wait_method("notifications/resources/updated", uri)
+            await c.call_tool("add_task", {"title": "appears"})
+            await heard.wait_method("notifications/resources/list_changed")
+        assert "tasks://tasks/2" not in updated(heard)  # nobody subscribed to it
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_stdio_console_script(db_path: Path, era: Era) -> None:
+    async with connect(stdio_params("mcp-batteries-tasks", "--db", str(db_path), env=FAST_START), era) as c:
+        added = await c.call_tool("add_task", {"title": "over stdio", "priority": "low"})
+        assert not added.is_error and added.structured_content["id"] == "1"  # type: ignore[index]
+        listed = json.loads((await c.read_resource("tasks://list")).contents[0].text)  # type: ignore[union-attr]
+        assert listed[0]["title"] == "over stdio"
+        nxt = await c.call_tool("next_task", {})
+        assert "over stdio" in text(nxt)
+
+
+async def test_http_both_eras(db_path: Path) -> None:
+    async with http_server("mcp-batteries-tasks", "--db", str(db_path), env=FAST_START) as running:
+        for era in ERAS:
+            async with connect_http(running.url, era) as c:
+                added = await c.call_tool("add_task", {"title": f"over http ({era})"})
+                assert not added.is_error, text(added)
+                page = await c.call_tool("list_tasks", {})
+                assert f"over http ({era})" in text(page)
+                task = json.loads((await c.read_resource(f"tasks://tasks/{added.structured_content['id']}")).contents[0].text)  # type: ignore[index,union-attr]
+                assert task["task"]["title"] == f"over http ({era})"
