@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import date, timedelta
 
 import pytest
@@ -9,6 +10,7 @@ from mcp_batteries.errors import AccessDenied, InvalidInput, LimitExceeded, NotF
 from mcp_tasks.access import Actor
 from mcp_tasks.models import NewTask
 from mcp_tasks.reads import Filters
+from mcp_tasks.schema import READINESS
 from mcp_tasks.store import TaskStore
 from mcp_tasks.writes import Conflict
 
@@ -282,3 +284,54 @@ async def test_history_lists_changes_since_a_time(store: TaskStore) -> None:
 async def test_bad_input_gets_an_error_that_says_what_is_allowed(store: TaskStore, call: object, message: str) -> None:
     with pytest.raises((InvalidInput, NotFound, LimitExceeded), match=message):
         await call(store)  # type: ignore[operator]
+
+
+class _Rollback(Exception):
+    pass
+
+
+async def _counters_are_exact(store: TaskStore) -> None:
+    """The stored readiness counters equal a from-scratch recomputation (then rolled back)."""
+    query = "SELECT id, open_deps, open_children, open_dependents FROM tasks ORDER BY id"
+    try:
+        async with store.backend.write() as tx:
+            kept = [tuple(r) for r in await tx.fetch(query)]
+            await tx.execute("UPDATE tasks SET " + READINESS)
+            fresh = [tuple(r) for r in await tx.fetch(query)]
+            assert kept == fresh
+            raise _Rollback
+    except _Rollback:
+        pass
+
+
+async def test_readiness_counters_stay_exact_through_random_changes(store: TaskStore) -> None:
+    # next_task trusts counters that every write keeps; any operation that forgot a neighbour
+    # would leave one stale. Random operations, then a from-scratch comparison.
+    rng = random.Random(7)
+    await store.add_tasks(ME, [NewTask(title=f"t{i}", subtasks=[NewTask(title=f"t{i}.{j}") for j in range(2)]) for i in range(6)])
+    statuses = ["todo", "in_progress", "blocked", "done", "cancelled"]
+    for step in range(60):
+        ids = [int(r[0]) for r in (await store.list_tasks(ME, Filters(), limit=500)).rows]
+        if not ids:
+            break
+        task, other = rng.choice(ids), rng.choice(ids)
+        op = rng.randrange(6)
+        try:
+            if op == 0:
+                await store.add_task(ME, f"new {step}", parent=task if rng.random() < 0.5 else None,
+                                     depends_on=[other] if rng.random() < 0.5 else [])  # fmt: skip
+            elif op == 1:
+                await store.set_status(ME, task, rng.choice(statuses), include_subtasks=rng.random() < 0.5)
+            elif op == 2:
+                await store.update_task(ME, task, add_dependencies=[other])
+            elif op == 3:
+                await store.update_task(ME, task, remove_dependencies=[other], status=rng.choice(statuses[:3]))
+            elif op == 4:
+                await store.move_task(ME, task, parent=other if rng.random() < 0.7 else "")
+            else:
+                await store.delete_task(ME, task, include_subtasks=rng.random() < 0.7)
+        except (InvalidInput, NotFound):
+            pass  # refused operations change nothing
+        if step % 10 == 9:
+            await _counters_are_exact(store)
+    await _counters_are_exact(store)

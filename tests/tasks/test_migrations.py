@@ -60,6 +60,10 @@ async def test_a_database_of_an_older_version_is_upgraded_at_start_with_its_task
                 "INSERT INTO tasks (list_id, position, title, status, priority, created_at, created_by,"
                 " updated_at, updated_by) VALUES (1, 1024, 'from v1', 'todo', 'high', 't', 'old', 't', 'old')"
             )
+            await tx.execute(
+                "INSERT INTO tasks (list_id, parent_id, position, title, status, priority, created_at, created_by,"
+                " updated_at, updated_by) VALUES (1, 1, 1024, 'child', 'todo', 'low', 't', 'old', 't', 'old')"
+            )
     finally:
         await old.close()
     upgraded = await reopen(where)
@@ -67,8 +71,10 @@ async def test_a_database_of_an_older_version_is_upgraded_at_start_with_its_task
         async with upgraded.read() as tx:
             assert await tx.fetchval("SELECT value FROM task_meta WHERE key = 'schema_version'") == str(schema.LATEST)
         store = TaskStore(upgraded)
-        assert [r[2] for r in (await store.list_tasks(ME, Filters())).rows] == ["from v1"]
-        changed = await store.set_status(ME, 1, "done")  # version 2 records changes: the new table works
+        assert [r[2] for r in (await store.list_tasks(ME, Filters())).rows] == ["from v1", "child"]
+        nxt = await store.next_task(ME)  # version 3's readiness counters were computed for old rows
+        assert nxt.task is not None and nxt.task.title == "child" and nxt.candidates == 1
+        changed = await store.set_status(ME, 1, "done", include_subtasks=True)  # version 2's history works
         assert changed.task.completed
         assert (await store.history(ME, "2000-01-01"))[0][-1].detail == "status: todo -> done"
     finally:
@@ -84,7 +90,7 @@ async def test_a_database_of_a_newer_version_is_refused(engine: str, request: py
             await tx.execute("UPDATE task_meta SET value = '99' WHERE key = 'schema_version'")
     finally:
         await current.close()
-    with pytest.raises(ConfigError, match="version 99, but this mcp-tasks knows versions up to 2.*Upgrade"):
+    with pytest.raises(ConfigError, match=f"version 99, but this mcp-tasks knows versions up to {schema.LATEST}.*Upgrade"):
         await reopen(where)
     flag = ["--db", where["sqlite_path"]] if "sqlite_path" in where else ["--database-url", where["database_url"]]
     done = subprocess.run(

@@ -22,12 +22,16 @@ class ChangeSet:
     #: Whether a resource appeared or vanished (a list or a task): resources/list_changed.
     listing: bool = False
     events: list[dict[str, Any]] = field(default_factory=list)
+    #: Every task whose own row or whose neighbours (parent, subtasks, dependencies) changed:
+    #: their readiness counters are recomputed before the transaction commits.
+    tasks: set[int] = field(default_factory=set)
 
     def touch_list(self, key: str) -> None:
         self.uris.update(uris.list_uris(key))
         self.uris.update((uris.ALL_TASKS, uris.ALL_LISTS))
 
     def touch_task(self, task_id: int, list_key: str | None = None) -> None:
+        self.tasks.add(task_id)
         self.uris.update(uris.task_uris(task_id))
         if list_key is not None:
             self.touch_list(list_key)

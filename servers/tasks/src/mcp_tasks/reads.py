@@ -245,39 +245,36 @@ async def next_task(
     """The most important open task that nothing blocks (see ranking.py for the order)."""
     day = today or date.today()
     soon = day + timedelta(days=ranking.SOON_DAYS)
-    scope, args = await _scope(tx, actor, list_ref)
-    extra = ""
+    scope, scope_args = await _scope(tx, actor, list_ref)
+    lists = [int(r["id"]) for r in await tx.fetch(f"SELECT l.id FROM task_lists l WHERE {scope}", *scope_args)]
+    if not lists:
+        return NextTask(task=None, reason=ranking.nothing_ready(0, 0, 0), candidates=0, alternatives=[])
+    extra, args = "", list(lists)
     if tag is not None and str(tag).strip():
         extra = " AND EXISTS (SELECT 1 FROM task_tags g WHERE g.task_id = t.id AND g.tag = ?)"
-        args = [*args, validate.tags([tag])[0]]
-    open_in = in_list(OPEN_STATUSES)
+        args.append(validate.tags([tag])[0])
+    # Readiness counters (kept by every write, see schema.READINESS) and the covering index
+    # tasks_ready make this a scan of one index: no table row is read, nothing is joined.
     ready = (
-        f"t.status IN ('todo', 'in_progress') AND {scope}{extra}"
-        f" AND NOT EXISTS (SELECT 1 FROM task_deps d JOIN tasks dt ON dt.id = d.depends_on"
-        f"   WHERE d.task_id = t.id AND dt.status IN {open_in})"
-        f" AND NOT EXISTS (SELECT 1 FROM tasks c WHERE c.parent_id = t.id AND c.status IN {open_in})"
+        "t.status IN ('todo', 'in_progress') AND t.open_deps = 0 AND t.open_children = 0"
+        f" AND t.list_id IN {in_list(lists)}{extra}"
     )
-    ready_args = [*args, *OPEN_STATUSES, *OPEN_STATUSES]
     found = await tx.fetch(
-        f"SELECT t.id, count(*) OVER () AS candidates,"
-        f" (SELECT count(*) FROM task_deps w JOIN tasks wt ON wt.id = w.task_id"
-        f"   WHERE w.depends_on = t.id AND wt.status IN {open_in}) AS unblocks"
-        f" FROM tasks t JOIN task_lists l ON l.id = t.list_id WHERE {ready}"
-        f" ORDER BY CASE WHEN t.due IS NOT NULL AND t.due < ? THEN 0 WHEN t.due IS NOT NULL AND t.due <= ? THEN 1 ELSE 2 END,"
-        f" {_PRIORITY_ORDER}, CASE t.status WHEN 'in_progress' THEN 0 ELSE 1 END, unblocks DESC,"
-        f" t.due IS NULL, t.due, t.id LIMIT ?",
-        *OPEN_STATUSES, *ready_args, day.isoformat(), soon.isoformat(), 1 + ranking.ALTERNATIVES,
+        f"SELECT t.id, t.open_dependents AS unblocks FROM tasks t WHERE {ready} ORDER BY"
+        " CASE WHEN t.due IS NOT NULL AND t.due < ? THEN 0 WHEN t.due IS NOT NULL AND t.due <= ? THEN 1 ELSE 2 END,"
+        f" {_PRIORITY_ORDER}, CASE t.status WHEN 'in_progress' THEN 0 ELSE 1 END, t.open_dependents DESC,"
+        " t.due IS NULL, t.due, t.id LIMIT ?",
+        *args, day.isoformat(), soon.isoformat(), 1 + ranking.ALTERNATIVES,
     )  # fmt: skip
+    candidates = int(await tx.fetchval(f"SELECT count(*) FROM tasks t WHERE {ready}", *args) or 0) if found else 0
     if not found:
         counts = await tx.fetchrow(
-            "SELECT"
-            f" sum(CASE WHEN t.status = 'blocked' THEN 1 ELSE 0 END) AS marked,"
-            f" sum(CASE WHEN t.status IN ('todo', 'in_progress') AND EXISTS (SELECT 1 FROM task_deps d JOIN tasks dt"
-            f"   ON dt.id = d.depends_on WHERE d.task_id = t.id AND dt.status IN {open_in}) THEN 1 ELSE 0 END) AS waiting,"
-            f" sum(CASE WHEN t.status IN ('todo', 'in_progress') AND EXISTS (SELECT 1 FROM tasks c"
-            f"   WHERE c.parent_id = t.id AND c.status IN {open_in}) THEN 1 ELSE 0 END) AS parents"
-            f" FROM tasks t JOIN task_lists l ON l.id = t.list_id WHERE t.status IN {open_in} AND {scope}{extra}",
-            *OPEN_STATUSES, *OPEN_STATUSES, *OPEN_STATUSES, *args,
+            "SELECT sum(CASE WHEN t.status = 'blocked' THEN 1 ELSE 0 END) AS marked,"
+            " sum(CASE WHEN t.status <> 'blocked' AND t.open_deps > 0 THEN 1 ELSE 0 END) AS waiting,"
+            " sum(CASE WHEN t.status <> 'blocked' AND t.open_deps = 0 AND t.open_children > 0 THEN 1 ELSE 0 END)"
+            " AS parents FROM tasks t"
+            f" WHERE t.status IN ('todo', 'in_progress', 'blocked') AND t.list_id IN {in_list(lists)}{extra}",
+            *args,
         )  # fmt: skip
         marked, waiting, parents = (
             int((counts[k] if counts else 0) or 0) for k in ("marked", "waiting", "parents")
@@ -292,13 +289,13 @@ async def next_task(
     task = (await R.full_tasks(tx, [best]))[0]
     waiting_on_it = (await R.dependents_of(tx, [best.id])).get(best.id, [])
     reason = ranking.explain(
-        best, today=day, candidates=int(found[0]["candidates"]), unblocks=unblocks[best.id],
+        best, today=day, candidates=candidates, unblocks=unblocks[best.id],
         waiting=waiting_on_it, runner_up=by_id[ids[1]] if len(ids) > 1 else None,
     )  # fmt: skip
     return NextTask(
         task=task,
         reason=reason,
-        candidates=int(found[0]["candidates"]),
+        candidates=candidates,
         alternatives=[by_id[i].ref() for i in ids[1:]],
     )
 

@@ -16,7 +16,7 @@ from typing import Any
 from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput, LimitExceeded, NotFound
 
 from mcp_tasks import rows as R
-from mcp_tasks import validate
+from mcp_tasks import schema, validate
 from mcp_tasks.access import DEFAULT_LIST, Actor
 from mcp_tasks.backend import Tx, in_list
 from mcp_tasks.changes import ChangeSet
@@ -267,6 +267,7 @@ async def add_tasks(
 
     w.changes.touch_list(target.key)
     w.changes.listing = True
+    w.changes.tasks.update(ids)
     if parent_row is not None:
         w.changes.touch_task(parent_row.id)
         for above in await R.ancestors(w.tx, parent_row.id):
@@ -739,6 +740,8 @@ async def record(w: Work, origin: str) -> int | None:
     """Store the change set in `task_changes` and announce it (PostgreSQL: NOTIFY at commit)."""
     if w.changes.empty:
         return None
+    for part in R.chunks(sorted(w.changes.tasks)):
+        await w.tx.execute(f"UPDATE tasks SET {schema.READINESS} WHERE id IN {in_list(part)}", *part)
     seq = await w.tx.fetchval(
         "INSERT INTO task_changes (at, workspace, actor, origin, uris, listing, events)"
         " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq",
