@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from mcp_batteries.errors import InvalidInput
 
-from mcp_tasks import ranking, uris, validate
+from mcp_tasks import ranking, schema, uris, validate
 from mcp_tasks import rows as R
 from mcp_tasks.access import Actor, list_key
 from mcp_tasks.backend import Tx, in_list
@@ -253,19 +253,23 @@ async def next_task(
     if tag is not None and str(tag).strip():
         extra = " AND EXISTS (SELECT 1 FROM task_tags g WHERE g.task_id = t.id AND g.tag = ?)"
         args.append(validate.tags([tag])[0])
-    # Readiness counters (kept by every write, see schema.READINESS) and the covering index
-    # tasks_ready make this a scan of one index: no table row is read, nothing is joined.
-    ready = (
-        "t.status IN ('todo', 'in_progress') AND t.open_deps = 0 AND t.open_children = 0"
-        f" AND t.list_id IN {in_list(lists)}{extra}"
-    )
+    # Readiness counters (kept by every write, see schema.READINESS) and three indexes make this
+    # cheap at any size: the urgent ones through the due-date index (few), then the rest read in
+    # ranking order from the rank index until enough are found (no sort of all candidates).
+    ready = f"{schema.READY} AND list_id IN {in_list(lists)}{extra}"
+    wanted = 1 + ranking.ALTERNATIVES
     found = await tx.fetch(
-        f"SELECT t.id, t.open_dependents AS unblocks FROM tasks t WHERE {ready} ORDER BY"
-        " CASE WHEN t.due IS NOT NULL AND t.due < ? THEN 0 WHEN t.due IS NOT NULL AND t.due <= ? THEN 1 ELSE 2 END,"
-        f" {_PRIORITY_ORDER}, CASE t.status WHEN 'in_progress' THEN 0 ELSE 1 END, t.open_dependents DESC,"
-        " t.due IS NULL, t.due, t.id LIMIT ?",
-        *args, day.isoformat(), soon.isoformat(), 1 + ranking.ALTERNATIVES,
+        f"SELECT id, open_dependents FROM tasks t WHERE {ready} AND due IS NOT NULL AND due <= ?"
+        f" ORDER BY CASE WHEN due < ? THEN 0 ELSE 1 END, {schema.RANK} LIMIT ?",
+        *args, soon.isoformat(), day.isoformat(), wanted,
     )  # fmt: skip
+    if len(found) < wanted:
+        hint = " INDEXED BY tasks_ready_rank" if tx.dialect == "sqlite" else ""  # its planner prefers a sort
+        found += await tx.fetch(
+            f"SELECT id, open_dependents FROM tasks t{hint} WHERE {ready} AND (due IS NULL OR due > ?)"
+            f" ORDER BY {schema.RANK} LIMIT ?",
+            *args, soon.isoformat(), wanted - len(found),
+        )  # fmt: skip
     candidates = int(await tx.fetchval(f"SELECT count(*) FROM tasks t WHERE {ready}", *args) or 0) if found else 0
     if not found:
         counts = await tx.fetchrow(
@@ -283,7 +287,7 @@ async def next_task(
             task=None, reason=ranking.nothing_ready(marked, waiting, parents), candidates=0, alternatives=[]
         )
     ids = [int(r["id"]) for r in found]
-    unblocks = {int(r["id"]): int(r["unblocks"]) for r in found}
+    unblocks = {int(r["id"]): int(r["open_dependents"]) for r in found}
     by_id = {r.id: r for r in await _rows_by_id(tx, ids)}
     best = by_id[ids[0]]
     task = (await R.full_tasks(tx, [best]))[0]

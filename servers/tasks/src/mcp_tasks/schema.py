@@ -97,6 +97,18 @@ _V2 = [
     "CREATE INDEX tasks_by_status ON tasks (status, list_id)",
 ]
 
+#: A task next_task may choose: open, not waiting on an open dependency or an open subtask.
+READY = "status IN ('todo', 'in_progress') AND open_deps = 0 AND open_children = 0"
+#: next_task's order after urgency: priority, work in progress, what it unblocks, due date, age.
+RANK = (
+    "CASE priority WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END,"
+    " CASE status WHEN 'in_progress' THEN 0 ELSE 1 END, open_dependents DESC, due IS NULL, due, id"
+)
+RANK_INDEX = (
+    "(CASE priority WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END),"
+    " (CASE status WHEN 'in_progress' THEN 0 ELSE 1 END), open_dependents DESC, (due IS NULL), due, id"
+)
+
 #: What a task's readiness counters are, computed from scratch (also the backfill of version 3).
 READINESS = (
     "open_deps = (SELECT count(*) FROM task_deps d JOIN tasks dt ON dt.id = d.depends_on"
@@ -114,8 +126,11 @@ _V3 = [
     "ALTER TABLE tasks ADD COLUMN open_children INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE tasks ADD COLUMN open_dependents INTEGER NOT NULL DEFAULT 0",
     "UPDATE tasks SET " + READINESS,
-    # Covers next_task's filter and sort keys: it reads no table row.
-    "CREATE INDEX tasks_ready ON tasks (status, open_deps, open_children, list_id, priority, due, open_dependents)",
+    # next_task (see reads.next_task): ready tasks per list (counted from the index alone), ready
+    # tasks by due date (the urgent ones), and ready tasks in ranking order (read until enough).
+    "CREATE INDEX tasks_ready ON tasks (status, open_deps, open_children, list_id)",
+    f"CREATE INDEX tasks_ready_due ON tasks (due) WHERE {READY} AND due IS NOT NULL",
+    f"CREATE INDEX tasks_ready_rank ON tasks ({RANK_INDEX}) WHERE {READY}",
 ]
 
 #: MIGRATIONS[n] upgrades a database at version n to n + 1.
