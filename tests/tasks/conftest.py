@@ -23,6 +23,7 @@ import asyncpg
 import pytest
 from mcp import Client
 from mcp_batteries.testing import Era, Notifications, legacy_subscribe
+from mcp_tasks import schema
 from mcp_tasks.backend import Backend
 from mcp_tasks.database import open_backend
 from mcp_tasks.store import TaskStore
@@ -64,6 +65,33 @@ def pg_url(pg_database: str) -> str:
     return pg_database
 
 
+async def _empty_tasks(dsn: str) -> None:
+    """Empty the task tables, keeping the migrated schema (much faster than migrating again)."""
+    conn = await asyncpg.connect(dsn, timeout=5)
+    try:
+        try:
+            version = await conn.fetchval("SELECT value FROM mcp_tasks.task_meta WHERE key = 'schema_version'")
+        except asyncpg.UndefinedTableError:
+            version = None
+        if version == str(schema.LATEST):
+            await conn.execute(
+                "TRUNCATE mcp_tasks.task_tags, mcp_tasks.task_deps, mcp_tasks.tasks, mcp_tasks.task_lists,"
+                " mcp_tasks.task_changes RESTART IDENTITY CASCADE"
+            )
+        else:
+            await conn.execute("DROP SCHEMA IF EXISTS mcp_tasks CASCADE")
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+def pg_tasks(pg_database: str) -> str:
+    """The session database with empty task tables (migrated at most once per session)."""
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, _empty_tasks(pg_database)).result()
+    return pg_database
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "tasks.db"
@@ -74,7 +102,7 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
     if request.param == "sqlite":
         opened = await open_backend(sqlite_path=tmp_path / "tasks.db")
     else:
-        opened = await open_backend(database_url=request.getfixturevalue("pg_url"))
+        opened = await open_backend(database_url=request.getfixturevalue("pg_tasks"))
     try:
         yield opened
     finally:

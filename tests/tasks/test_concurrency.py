@@ -88,7 +88,7 @@ async def workers(database: str, *commands: list[str]) -> AsyncIterator[list[Wor
 
 async def test_racing_conditional_updates_from_two_processes_lose_nothing(store: TaskStore) -> None:
     task = await store.add_task(ME, "counter", description="0")
-    per_worker = 50
+    per_worker = 30
     async with workers(database_of(store.backend), ["increment", task.id, str(per_worker)],
                        ["increment", task.id, str(per_worker)]) as both:  # fmt: skip
         for w in both:

@@ -92,9 +92,10 @@ async def test_a_database_of_a_newer_version_is_refused(engine: str, request: py
         await current.close()
     with pytest.raises(ConfigError, match=f"version 99, but this mcp-tasks knows versions up to {schema.LATEST}.*Upgrade"):
         await reopen(where)
-    flag = ["--db", where["sqlite_path"]] if "sqlite_path" in where else ["--database-url", where["database_url"]]
+    if "sqlite_path" not in where:
+        return  # the console script's handling is the same for both engines; shown once, on SQLite
     done = subprocess.run(
-        [script_path("mcp-batteries-tasks"), *flag], input="", capture_output=True, text=True, timeout=60,
+        [script_path("mcp-batteries-tasks"), "--db", where["sqlite_path"]], input="", capture_output=True, text=True, timeout=60,
         env={**os.environ, **FAST_START},
     )  # fmt: skip
     assert done.returncode == 2

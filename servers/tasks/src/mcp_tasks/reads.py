@@ -29,7 +29,6 @@ from mcp_tasks.models import (
 Sort = Literal["tree", "priority", "due", "created", "updated", "title"]
 SORTS: tuple[str, ...] = ("tree", "priority", "due", "created", "updated", "title")
 MAX_SUBTASKS_SHOWN = 200
-PAD = 15
 
 _PRIORITY_ORDER = "CASE t.priority WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END"
 _ORDERS: dict[str, str] = {
@@ -39,12 +38,6 @@ _ORDERS: dict[str, str] = {
     "updated": "t.updated_at DESC, t.id DESC",
     "title": "lower(t.title), t.id",
 }
-
-
-def _pad(tx: Tx, column: str) -> str:
-    if tx.dialect == "sqlite":
-        return f"printf('%0{PAD}d', {column})"
-    return f"lpad({column}::text, {PAD}, '0')"
 
 
 @dataclass(frozen=True)
@@ -131,32 +124,18 @@ async def list_tasks(
         )
         or 0
     )
-    depth: dict[int, int] = {}
     if sort == "tree":
-        scope, scope_args = await _scope(tx, actor, f.list_ref)
-        found = await tx.fetch(
-            "WITH RECURSIVE tree(id, path, depth) AS ("
-            f" SELECT t.id, {_pad(tx, 't.position')} || '.' || {_pad(tx, 't.id')}, 0"
-            f" FROM tasks t JOIN task_lists l ON l.id = t.list_id WHERE t.parent_id IS NULL AND {scope}"
-            f" UNION ALL SELECT c.id, tree.path || '/' || {_pad(tx, 'c.position')} || '.' || {_pad(tx, 'c.id')},"
-            " tree.depth + 1 FROM tasks c JOIN tree ON c.parent_id = tree.id)"
-            f" SELECT {R.TASK_FIELDS}, tree.depth {R.TASK_FROM} JOIN tree ON tree.id = t.id WHERE {where}"
-            " ORDER BY l.workspace, l.name, tree.path LIMIT ? OFFSET ?",
-            *scope_args, *args, limit, offset,
-        )  # fmt: skip
-        page = [R.task_row(r) for r in found]
-        for r in found:
-            depth[int(r["id"])] = int(r["depth"])
+        # tree_key (see schema.refresh_tree_keys) orders a list as a tree; within one list the
+        # index (list_id, tree_key) serves the page without sorting.
+        single = f.list_ref is not None and str(f.list_ref).strip() != ""
+        order = "t.tree_key, t.id" if single else "l.workspace, l.name, t.tree_key, t.id"
     else:
-        page = [
-            R.task_row(r)
-            for r in await tx.fetch(
-                f"{R.TASK_SELECT} WHERE {where} ORDER BY {_ORDERS[sort]} LIMIT ? OFFSET ?",
-                *args,
-                limit,
-                offset,
-            )
-        ]
+        order = _ORDERS[sort]
+    page = [
+        R.task_row(r)
+        for r in await tx.fetch(f"{R.TASK_SELECT} WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?", *args, limit, offset)
+    ]
+    depth = {row.id: row.depth for row in page} if sort == "tree" else {}
     tasks = await R.full_tasks(tx, page)
     rows = [
         [t.id, t.list, t.title, t.status, t.priority, t.due, t.tags, t.parent, t.depends_on,
@@ -249,7 +228,7 @@ async def next_task(
     lists = [int(r["id"]) for r in await tx.fetch(f"SELECT l.id FROM task_lists l WHERE {scope}", *scope_args)]
     if not lists:
         return NextTask(task=None, reason=ranking.nothing_ready(0, 0, 0), candidates=0, alternatives=[])
-    extra, args = "", list(lists)
+    extra, args = "", list[Any](lists)
     if tag is not None and str(tag).strip():
         extra = " AND EXISTS (SELECT 1 FROM task_tags g WHERE g.task_id = t.id AND g.tag = ?)"
         args.append(validate.tags([tag])[0])

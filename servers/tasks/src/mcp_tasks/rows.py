@@ -72,6 +72,11 @@ class TaskRow:
     workspace: str
     list_name: str
     archived: bool
+    tree_key: str = ""
+
+    @property
+    def depth(self) -> int:
+        return self.tree_key.count("/")
 
     @property
     def list_key(self) -> str:
@@ -86,7 +91,7 @@ class TaskRow:
 TASK_FIELDS = (
     "t.id, t.list_id, t.parent_id, t.position, t.title, t.description, t.status, t.priority, "
     "t.due, t.created_at, t.created_by, t.updated_at, t.updated_by, t.version, "
-    "l.workspace, l.name AS list_name, l.archived"
+    "l.workspace, l.name AS list_name, l.archived, t.tree_key"
 )
 TASK_FROM = "FROM tasks t JOIN task_lists l ON l.id = t.list_id"
 TASK_SELECT = f"SELECT {TASK_FIELDS} {TASK_FROM}"
@@ -98,7 +103,7 @@ def task_row(row: Any) -> TaskRow:
         int(row["position"]), str(row["title"]), str(row["description"]), cast(Status, row["status"]),
         cast(Priority, row["priority"]), row["due"], str(row["created_at"]), str(row["created_by"]),
         str(row["updated_at"]), str(row["updated_by"]), int(row["version"]), str(row["workspace"]),
-        str(row["list_name"]), bool(row["archived"]),
+        str(row["list_name"]), bool(row["archived"]), str(row["tree_key"]),
     )  # fmt: skip
 
 

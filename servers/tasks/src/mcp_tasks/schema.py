@@ -33,7 +33,7 @@ _TYPES: dict[Dialect, dict[str, str]] = {
     },
 }
 
-_V1 = [
+_V1: list[str | dict[Dialect, str]] = [
     """CREATE TABLE task_lists (
         id {id},
         workspace TEXT NOT NULL,
@@ -80,7 +80,7 @@ _V1 = [
     "CREATE INDEX task_deps_by_target ON task_deps (depends_on)",
 ]
 
-_V2 = [
+_V2: list[str | dict[Dialect, str]] = [
     # One row per committed change: what other processes need to notify their clients, and
     # the history the stand-up prompt summarises.
     """CREATE TABLE task_changes (
@@ -119,7 +119,35 @@ READINESS = (
     " WHERE w.depends_on = tasks.id AND wt.status IN ('todo', 'in_progress', 'blocked'))"
 )
 
-_V3 = [
+PAD = 15
+
+
+def pad(dialect: Dialect, column: str) -> str:
+    """`column` (a non-negative integer) as fixed-width text, so that keys sort as numbers do."""
+    if dialect == "sqlite":
+        return f"printf('%0{PAD}d', {column})"
+    return f"lpad({column}::text, {PAD}, '0')"
+
+
+def refresh_tree_keys(dialect: Dialect, roots: str) -> str:
+    """SQL setting `tree_key` for the tasks matching `roots` (a condition on `t`) and everything below.
+
+    A task's tree key is its parent's key, '/', then its position and id, fixed-width: sorting by
+    it lists a list in tree order (parents before their subtasks, siblings in order). Parents'
+    keys must be current; writes refresh the subtrees they create or move.
+    """
+    step = f"{pad(dialect, 'c.position')} || '.' || {pad(dialect, 'c.id')}"
+    first = f"{pad(dialect, 't.position')} || '.' || {pad(dialect, 't.id')}"
+    return (
+        "WITH RECURSIVE sub(id, key) AS ("
+        f" SELECT t.id, CASE WHEN p.id IS NULL THEN {first} ELSE p.tree_key || '/' || {first} END"
+        f" FROM tasks t LEFT JOIN tasks p ON p.id = t.parent_id WHERE {roots}"
+        f" UNION ALL SELECT c.id, sub.key || '/' || {step} FROM tasks c JOIN sub ON c.parent_id = sub.id)"
+        " UPDATE tasks SET tree_key = sub.key FROM sub WHERE tasks.id = sub.id"
+    )
+
+
+_V3: list[str | dict[Dialect, str]] = [
     # Readiness counters, kept by every write for the tasks it touches, so that next_task is one
     # indexed scan instead of three correlated subqueries per open task.
     "ALTER TABLE tasks ADD COLUMN open_deps INTEGER NOT NULL DEFAULT 0",
@@ -131,15 +159,20 @@ _V3 = [
     "CREATE INDEX tasks_ready ON tasks (status, open_deps, open_children, list_id)",
     f"CREATE INDEX tasks_ready_due ON tasks (due) WHERE {READY} AND due IS NOT NULL",
     f"CREATE INDEX tasks_ready_rank ON tasks ({RANK_INDEX}) WHERE {READY}",
+    # Tree order as a materialised key, so list_tasks pages a list in tree order from an index.
+    "ALTER TABLE tasks ADD COLUMN tree_key TEXT NOT NULL DEFAULT ''",
+    {d: refresh_tree_keys(d, "t.parent_id IS NULL") for d in ("sqlite", "postgresql")},
+    "CREATE INDEX tasks_tree ON tasks (list_id, tree_key)",
 ]
 
-#: MIGRATIONS[n] upgrades a database at version n to n + 1.
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3]
+#: MIGRATIONS[n] upgrades a database at version n to n + 1 (a dict: the statement per engine).
+MIGRATIONS: list[list[str | dict[Dialect, str]]] = [_V1, _V2, _V3]
 LATEST = len(MIGRATIONS)
 
 
 def statements(dialect: Dialect, step: int) -> list[str]:
-    return [sql.format(**_TYPES[dialect]) if "{" in sql else sql for sql in MIGRATIONS[step]]
+    chosen = [sql[dialect] if isinstance(sql, dict) else sql for sql in MIGRATIONS[step]]
+    return [sql.format(**_TYPES[dialect]) if "{id}" in sql or "{ref}" in sql or "{big}" in sql else sql for sql in chosen]
 
 
 def create_meta(dialect: Dialect) -> str:

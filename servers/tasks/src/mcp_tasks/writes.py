@@ -264,6 +264,9 @@ async def add_tasks(
         await w.tx.executemany("INSERT INTO task_tags (task_id, tag) VALUES (?, ?)", tag_rows)
     if edges:
         await w.tx.executemany("INSERT INTO task_deps (task_id, depends_on) VALUES (?, ?)", sorted(edges))
+    tops = [ids[i] for i, entry in enumerate(planned) if entry.parent_index is None]
+    for part in R.chunks(tops):
+        await w.tx.execute(schema.refresh_tree_keys(w.tx.dialect, f"t.id IN {in_list(part)}"), *part)
 
     w.changes.touch_list(target.key)
     w.changes.listing = True
@@ -623,7 +626,7 @@ async def move_task(
         raise InvalidInput(f"task {row.id} cannot move under itself or one of its own subtasks")
 
     new_parent_id = None if new_parent is None else new_parent.id
-    new_position = await _place(w.tx, new_list.id, new_parent_id, row.id, anchor, side, position)
+    new_position, renumbered = await _place(w.tx, new_list.id, new_parent_id, row.id, anchor, side, position)
     sets: dict[str, Any] = {}
     if new_parent_id != row.parent_id:
         sets["parent_id"] = new_parent_id
@@ -632,6 +635,8 @@ async def move_task(
     sets["position"] = new_position
     await _bump(w, row, sets)
     moved_list = new_list.id != row.list_id
+    for part in R.chunks([row.id, *renumbered]):
+        await w.tx.execute(schema.refresh_tree_keys(w.tx.dialect, f"t.id IN {in_list(part)}"), *part)
     if moved_list:
         for part in R.chunks([d.id for d in below]):
             await w.tx.execute(
@@ -662,8 +667,9 @@ async def _place(
     anchor: R.TaskRow | None,
     side: str,
     position: str | None,
-) -> int:
-    """A position for `moving` in the sibling group, renumbering the group when there is no gap."""
+) -> tuple[int, list[int]]:
+    """A position for `moving` in the sibling group, renumbering the group when there is no gap
+    (then also the ids of the siblings whose positions changed)."""
     where, args = _siblings(list_id, parent_id)
     siblings = [
         (int(r["id"]), int(r["position"]))
@@ -681,15 +687,13 @@ async def _place(
     low = siblings[index - 1][1] if index > 0 else 0
     high = siblings[index][1] if index < len(siblings) else low + 2 * GAP
     if high - low >= 2:
-        return (low + high) // 2
+        return (low + high) // 2, []
     # No room: renumber the group (order only; these tasks' own fields do not change).
     order = [sid for sid, _ in siblings]
     order.insert(index, moving)
-    await tx.executemany(
-        "UPDATE tasks SET position = ? WHERE id = ?",
-        [(GAP * (i + 1), sid) for i, sid in enumerate(order) if sid != moving],
-    )
-    return GAP * (index + 1)
+    renumbered = [(GAP * (i + 1), sid) for i, sid in enumerate(order) if sid != moving]
+    await tx.executemany("UPDATE tasks SET position = ? WHERE id = ?", renumbered)
+    return GAP * (index + 1), [sid for _, sid in renumbered]
 
 
 async def delete_task(
