@@ -75,15 +75,20 @@ def plan(total: int, seed: int = 1) -> list[list[Any]]:
                     title=f"feature {b}.{p}",
                     priority=rng.choice(["low", "medium", "high"]),
                     key=f"k{p}",
-                    due=None if rng.random() < 0.5 else f"2027-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+                    due=None
+                    if rng.random() < 0.5
+                    else f"2027-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
                     tags=[rng.choice(["api", "ui", "docs", "ops"])],
                     depends_on=[f"k{rng.randint(0, p - 1)}"] if p and rng.random() < 0.5 else [],
                     subtasks=[
-                        NewTask(title=f"step {b}.{p}.{c}", priority=rng.choice(["low", "medium", "high"]),
-                                status=rng.choice(["todo", "todo", "todo", "in_progress", "done"]))
+                        NewTask(
+                            title=f"step {b}.{p}.{c}",
+                            priority=rng.choice(["low", "medium", "high"]),
+                            status=rng.choice(["todo", "todo", "todo", "in_progress", "done"]),
+                        )
                         for c in range(9)
                     ],
-                )  # fmt: skip
+                )
             )
         batches.append(items)
     return batches
@@ -154,7 +159,9 @@ def build(args: argparse.Namespace, db: Path, url: str) -> Suite:
     script = venv_script("mcp-batteries-tasks")
     servers = [
         ServerSpec("sqlite", [script, "--db", str(db)], label=f"mcp-tasks --db {db.name}"),
-        ServerSpec("postgres", [script, "--database-url", url], label=f"mcp-tasks --database-url .../{PG_DATABASE}"),
+        ServerSpec(
+            "postgres", [script, "--database-url", url], label=f"mcp-tasks --database-url .../{PG_DATABASE}"
+        ),
         ServerSpec("floor", [sys.executable, str(BENCH_DIR / "floor_server.py")], baseline=True),
     ]
     reps = 3 if args.quick else 10
@@ -164,11 +171,22 @@ def build(args: argparse.Namespace, db: Path, url: str) -> Suite:
         workloads=[
             tool("next_task", "next_task", {}, repeat=50, quick_repeat=10, check=has_task),
             tool("list_tasks (tree, 50 per page)", "list_tasks", {}, repeat=20, quick_repeat=5),
-            tool("list_tasks open+high by due", "list_tasks", {"status": ["open"], "priority": ["high"], "sort": "due"},
-                 repeat=20, quick_repeat=5),  # fmt: skip
+            tool(
+                "list_tasks open+high by due",
+                "list_tasks",
+                {"status": ["open"], "priority": ["high"], "sort": "due"},
+                repeat=20,
+                quick_repeat=5,
+            ),
             tool("get_task", "get_task", {"task_id": 5}, repeat=50, quick_repeat=10),
-            tool("add_tasks of 1,000 (nested, deps)", "add_tasks", {"list": "bench", "tasks": batch_of(1000, 7)},
-                 repeat=reps, quick_repeat=2, warmup=0),  # fmt: skip
+            tool(
+                "add_tasks of 1,000 (nested, deps)",
+                "add_tasks",
+                {"list": "bench", "tasks": batch_of(1000, 7)},
+                repeat=reps,
+                quick_repeat=2,
+                warmup=0,
+            ),
         ],
         cold_starts=5,
         quick_cold_starts=2,
@@ -240,11 +258,17 @@ async def increment_loop(client: McpClient, task_id: str, n: int, race: Race) ->
 async def lost_updates(spec: ServerSpec, per_process: int, loops: int = 2) -> dict[str, Any]:
     a, b = await spawn(spec), await spawn(spec)
     try:
-        task = structured(await a.call_tool("add_task", {"title": "race counter", "description": "0", "list": "bench"}))
+        task = structured(
+            await a.call_tool("add_task", {"title": "race counter", "description": "0", "list": "bench"})
+        )
         race = Race()
         t0 = time.perf_counter()
         await asyncio.gather(
-            *(increment_loop(client, task["id"], per_process // loops, race) for client in (a, b) for _ in range(loops))
+            *(
+                increment_loop(client, task["id"], per_process // loops, race)
+                for client in (a, b)
+                for _ in range(loops)
+            )
         )
         wall = time.perf_counter() - t0
         final = structured(await a.call_tool("get_task", {"task_id": task["id"]}))["task"]
@@ -270,7 +294,9 @@ async def notification_latency(spec: ServerSpec, rounds: int) -> dict[str, Any]:
             seen = len(watcher.heard)
             watcher.arrived.clear()
             sent = time.perf_counter()
-            structured(await writer.call_tool("update_task", {"task_id": task["id"], "title": f"watched {i}"}))
+            structured(
+                await writer.call_tool("update_task", {"task_id": task["id"], "title": f"watched {i}"})
+            )
             while not any(m.get("params", {}).get("uri") == uri for _, m in watcher.heard[seen:]):
                 await asyncio.wait_for(watcher.arrived.wait(), 10)
                 watcher.arrived.clear()
@@ -290,7 +316,10 @@ async def server_side_next_task(db: Path, url: str, runs: int) -> dict[str, dict
     from mcp_tasks.store import TaskStore
 
     figures = {}
-    for name, opener in (("sqlite", lambda: open_backend(sqlite_path=db)), ("postgres", lambda: open_backend(database_url=url))):
+    for name, opener in (
+        ("sqlite", lambda: open_backend(sqlite_path=db)),
+        ("postgres", lambda: open_backend(database_url=url)),
+    ):
         backend = await opener()
         try:
             store, actor, times = TaskStore(backend), Actor("local:bench", "bench"), []
@@ -299,41 +328,45 @@ async def server_side_next_task(db: Path, url: str, runs: int) -> dict[str, dict
                 t0 = time.perf_counter()
                 await store.next_task(actor)
                 times.append(time.perf_counter() - t0)
-            figures[name] = {"p50_ms": 1000 * statistics.median(times), "p95_ms": 1000 * percentile(times, 95)}
+            figures[name] = {
+                "p50_ms": 1000 * statistics.median(times),
+                "p95_ms": 1000 * percentile(times, 95),
+            }
         finally:
             await backend.close()
     return figures
 
 
 def extras_report(extras: dict[str, Any]) -> str:
-    lines = ["", "## Beyond the suite", ""]
-    lines.append("| measurement | sqlite | postgres |")
-    lines.append("|---|---|---|")
-    ss = extras["server_side_next_task"]
-    lines.append(
-        f"| next_task server-side, p50 / p95 | {ss['sqlite']['p50_ms']:.1f} / {ss['sqlite']['p95_ms']:.1f} ms "
-        f"| {ss['postgres']['p50_ms']:.1f} / {ss['postgres']['p95_ms']:.1f} ms |"
-    )
-    ra, rb = extras["race"]["sqlite"], extras["race"]["postgres"]
-    lines.append(f"| 2 processes x {ra['updates'] // 2:,} conditional updates: applied | {ra['updates']:,} | {rb['updates']:,} |")
-    lines.append(f"| ... conflicts (retried) | {ra['conflicts']:,} | {rb['conflicts']:,} |")
-    lines.append(f"| ... lost updates | {ra['lost']} | {rb['lost']} |")
-    lines.append(f"| ... updates per second | {ra['per_s']:.0f} | {rb['per_s']:.0f} |")
-    lines.append(
-        f"| ... update_task p50 / p95 | {ra['p50_ms']:.1f} / {ra['p95_ms']:.1f} ms | {rb['p50_ms']:.1f} / {rb['p95_ms']:.1f} ms |"
-    )
-    na, nb = extras["latency"]["sqlite"], extras["latency"]["postgres"]
-    lines.append(
-        f"| notification from another process, p50 / p95 ({na['rounds']} changes) | {na['p50_ms']:.0f} / {na['p95_ms']:.0f} ms "
-        f"| {nb['p50_ms']:.0f} / {nb['p95_ms']:.0f} ms |"
-    )
+    def pair(figures: dict[str, Any], digits: int = 1) -> str:
+        return f"{figures['p50_ms']:.{digits}f} / {figures['p95_ms']:.{digits}f} ms"
+
+    ss, race, latency = extras["server_side_next_task"], extras["race"], extras["latency"]
+    ra, rb = race["sqlite"], race["postgres"]
+    rows = [
+        ("next_task server-side, p50 / p95", pair(ss["sqlite"]), pair(ss["postgres"])),
+        (f"2 processes x {ra['updates'] // 2:,} conditional updates: applied", f"{ra['updates']:,}",
+         f"{rb['updates']:,}"),
+        ("... conflicts (retried)", f"{ra['conflicts']:,}", f"{rb['conflicts']:,}"),
+        ("... lost updates", str(ra["lost"]), str(rb["lost"])),
+        ("... updates per second", f"{ra['per_s']:.0f}", f"{rb['per_s']:.0f}"),
+        ("... update_task p50 / p95", pair(ra), pair(rb)),
+        (f"notification from another process, p50 / p95 ({latency['sqlite']['rounds']} changes)",
+         pair(latency["sqlite"], 0), pair(latency["postgres"], 0)),
+    ]  # fmt: skip
+    lines = ["", "## Beyond the suite", "", "| measurement | sqlite | postgres |", "|---|---|---|"]
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
     return "\n".join(lines)
 
 
 async def main() -> None:
     parser = arg_parser("mcp-tasks benchmark (SQLite and PostgreSQL)")
-    parser.add_argument("--tasks", type=int, default=None, help="tasks generated (default 10,000; --quick 2,000)")
-    parser.add_argument("--updates", type=int, default=None, help="conditional updates per process (default 1,000)")
+    parser.add_argument(
+        "--tasks", type=int, default=None, help="tasks generated (default 10,000; --quick 2,000)"
+    )
+    parser.add_argument(
+        "--updates", type=int, default=None, help="conditional updates per process (default 1,000)"
+    )
     parser.add_argument("--skip-suite", action="store_true", help="only the measurements beyond the suite")
     args = parser.parse_args()
     args.tasks = args.tasks or (2000 if args.quick else 10_000)
@@ -346,8 +379,13 @@ async def main() -> None:
         report = format_report(result)
         print(report, flush=True)
     sqlite_spec, pg_spec = suite.servers[0], suite.servers[1]
-    extras: dict[str, Any] = {"server_side_next_task": await server_side_next_task(db, url, 10 if args.quick else 50)}
-    extras["race"] = {"sqlite": await lost_updates(sqlite_spec, updates), "postgres": await lost_updates(pg_spec, updates)}
+    extras: dict[str, Any] = {
+        "server_side_next_task": await server_side_next_task(db, url, 10 if args.quick else 50)
+    }
+    extras["race"] = {
+        "sqlite": await lost_updates(sqlite_spec, updates),
+        "postgres": await lost_updates(pg_spec, updates),
+    }
     rounds = 10 if args.quick else 40
     extras["latency"] = {
         "sqlite": await notification_latency(sqlite_spec, rounds),

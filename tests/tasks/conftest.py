@@ -12,8 +12,8 @@ import os
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import urlsplit, urlunsplit
@@ -70,7 +70,9 @@ async def _empty_tasks(dsn: str) -> None:
     conn = await asyncpg.connect(dsn, timeout=5)
     try:
         try:
-            version = await conn.fetchval("SELECT value FROM mcp_tasks.task_meta WHERE key = 'schema_version'")
+            version = await conn.fetchval(
+                "SELECT value FROM mcp_tasks.task_meta WHERE key = 'schema_version'"
+            )
         except asyncpg.UndefinedTableError:
             version = None
         if version == str(schema.LATEST):
@@ -118,7 +120,7 @@ def store_url(backend: Backend) -> list[str]:
     """Command-line arguments that open the same database in another process."""
     if backend.sqlite_path is not None:
         return ["--db", str(backend.sqlite_path)]
-    return ["--database-url", getattr(backend, "dsn")]
+    return ["--database-url", backend.dsn]
 
 
 @asynccontextmanager
@@ -146,7 +148,11 @@ async def hearing(
                 kind = type(event).__name__
                 if kind == "ResourceUpdated":
                     uri = str(event.uri)  # type: ignore[union-attr]
-                    await heard(SimpleNamespace(method="notifications/resources/updated", params=SimpleNamespace(uri=uri)))
+                    await heard(
+                        SimpleNamespace(
+                            method="notifications/resources/updated", params=SimpleNamespace(uri=uri)
+                        )
+                    )
                 elif kind == "ResourcesListChanged":
                     await heard(SimpleNamespace(method="notifications/resources/list_changed", params=None))
 
@@ -156,7 +162,11 @@ async def hearing(
 
 
 def updated(heard: Notifications) -> list[str]:
-    return [str(n.params.uri) for n in heard.received if getattr(n, "method", "") == "notifications/resources/updated"]
+    return [
+        str(n.params.uri)
+        for n in heard.received
+        if getattr(n, "method", "") == "notifications/resources/updated"
+    ]
 
 
 #: Subprocess servers keep compiled bytecode between starts (this sandbox sets

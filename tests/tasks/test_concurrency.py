@@ -32,14 +32,14 @@ ME = Actor("local:test", "test")
 
 
 def database_of(backend: Backend) -> str:
-    return str(backend.sqlite_path) if backend.sqlite_path is not None else str(getattr(backend, "dsn"))
+    return str(backend.sqlite_path) if backend.sqlite_path is not None else str(backend.dsn)
 
 
 class Worker:
     """tests/tasks/worker.py in its own process."""
 
     def __init__(self, database: str, *args: str) -> None:
-        self.process = subprocess.Popen(  # noqa: ASYNC220 - it runs beside the test
+        self.process = subprocess.Popen(
             [sys.executable, str(WORKER), database, *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, **FAST_START},
@@ -103,7 +103,9 @@ async def test_racing_conditional_updates_from_two_processes_lose_nothing(store:
 
 async def test_concurrent_unconditional_changes_to_one_task_both_apply(store: TaskStore) -> None:
     task = await store.add_task(ME, "tagged")
-    async with workers(database_of(store.backend), ["tag", task.id, "a", "15"], ["tag", task.id, "b", "15"]) as both:
+    async with workers(
+        database_of(store.backend), ["tag", task.id, "a", "15"], ["tag", task.id, "b", "15"]
+    ) as both:
         for w in both:
             w.go()
         for w in both:
@@ -125,10 +127,11 @@ async def _in_flight(backend: Backend) -> bool:
             return "locked" in str(exc)
         finally:
             conn.close()
-    conn = await asyncpg.connect(getattr(backend, "dsn"), timeout=5)
+    conn = await asyncpg.connect(backend.dsn, timeout=5)
     try:
         busy = await conn.fetchval(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
             " AND application_name = 'mcp-tasks' AND xact_start IS NOT NULL AND state <> 'idle'"
         )
         return bool(busy)
@@ -136,13 +139,15 @@ async def _in_flight(backend: Backend) -> bool:
         await conn.close()
 
 
-async def test_kill_9_in_the_middle_of_a_batch_leaves_all_of_it_or_none(store: TaskStore, tmp_path: Path) -> None:
+async def test_kill_9_in_the_middle_of_a_batch_leaves_all_of_it_or_none(
+    store: TaskStore, tmp_path: Path
+) -> None:
     size = 4000
     database = database_of(store.backend)
     async with workers(database, ["batch", str(size)]) as (worker,):
         worker.go()
         with anyio.fail_after(30):
-            while not await _in_flight(store.backend):
+            while not await _in_flight(store.backend):  # noqa: ASYNC110 - no event exists to wait on
                 await anyio.sleep(0.001)  # polling the database: there is no event to wait on
         worker.kill()
     # A fresh open recovers the database (SQLite: WAL replay; PostgreSQL: the backend rolled back).

@@ -25,7 +25,9 @@ def day(offset: int) -> str:
 
 
 async def test_add_task_goes_to_the_inbox_with_every_field(store: TaskStore) -> None:
-    task = await store.add_task(ME, "Write docs", description="the README", priority="high", tags=["Docs", "#x"])
+    task = await store.add_task(
+        ME, "Write docs", description="the README", priority="high", tags=["Docs", "#x"]
+    )
     assert (task.id, task.list, task.status, task.priority, task.version) == ("1", "inbox", "todo", "high", 1)
     assert task.tags == ["docs", "x"] and task.completed is False and task.updated_by == "local:me"
     lists = await store.list_lists(ME)
@@ -34,7 +36,9 @@ async def test_add_task_goes_to_the_inbox_with_every_field(store: TaskStore) -> 
 
 async def test_add_tasks_nests_subtasks_and_links_dependencies_by_key(store: TaskStore) -> None:
     plan = [
-        NewTask(title="Build", key="build", subtasks=[NewTask(title="API", subtasks=[NewTask(title="Auth")])]),
+        NewTask(
+            title="Build", key="build", subtasks=[NewTask(title="API", subtasks=[NewTask(title="Auth")])]
+        ),
         NewTask(title="Ship", depends_on=["build"], due=day(3)),
     ]
     added = await store.add_tasks(ME, plan)
@@ -52,9 +56,13 @@ async def test_add_tasks_is_all_or_nothing(store: TaskStore) -> None:
     with pytest.raises(NotFound, match="depends_on names no task 99"):
         await store.add_tasks(ME, [NewTask(title="a"), NewTask(title="b", depends_on=[99])])
     with pytest.raises(InvalidInput, match="cycle"):
-        await store.add_tasks(ME, [NewTask(title="a", key="a", depends_on=["b"]), NewTask(title="b", key="b", depends_on=["a"])])
+        await store.add_tasks(
+            ME, [NewTask(title="a", key="a", depends_on=["b"]), NewTask(title="b", key="b", depends_on=["a"])]
+        )
     with pytest.raises(InvalidInput, match=r"tasks\[1\]\.subtasks\[0\]: title must be one line"):
-        await store.add_tasks(ME, [NewTask(title="ok"), NewTask(title="ok", subtasks=[NewTask(title="two\nlines")])])
+        await store.add_tasks(
+            ME, [NewTask(title="ok"), NewTask(title="ok", subtasks=[NewTask(title="two\nlines")])]
+        )
     assert (await store.list_tasks(ME, Filters())).total == 0
 
 
@@ -71,7 +79,9 @@ async def test_dependencies_refuse_cycles_self_and_parents(store: TaskStore) -> 
     assert changed.task.depends_on == [] and changed.task.version == 2
 
 
-async def test_a_conditional_update_against_a_newer_version_is_a_conflict_that_shows_the_task(store: TaskStore) -> None:
+async def test_a_conditional_update_against_a_newer_version_is_a_conflict_that_shows_the_task(
+    store: TaskStore,
+) -> None:
     task = await store.add_task(ME, "draft")
     await store.update_task(YOU, task.id, title="draft v2", expected_version=1)
     with pytest.raises(Conflict) as raised:
@@ -86,7 +96,13 @@ async def test_unconditional_updates_of_different_fields_both_apply(store: TaskS
     await store.update_task(ME, task.id, priority="high", add_tags=["b"])
     await store.update_task(YOU, task.id, due=day(1), add_tags=["c"])
     got = (await store.get_task(ME, task.id)).task
-    assert (got.priority, got.due, got.tags, got.version, got.updated_by) == ("high", day(1), ["a", "b", "c"], 3, "local:you")
+    assert (got.priority, got.due, got.tags, got.version, got.updated_by) == (
+        "high",
+        day(1),
+        ["a", "b", "c"],
+        3,
+        "local:you",
+    )
     same = await store.update_task(ME, task.id, priority="high")
     assert same.task.version == 3  # nothing changed, so no new version
     cleared = await store.update_task(ME, task.id, due="", tags=[])
@@ -94,7 +110,9 @@ async def test_unconditional_updates_of_different_fields_both_apply(store: TaskS
 
 
 async def test_closing_a_parent_with_open_subtasks_needs_include_subtasks(store: TaskStore) -> None:
-    await store.add_tasks(ME, [NewTask(title="p", subtasks=[NewTask(title="c1"), NewTask(title="c2", status="done")])])
+    await store.add_tasks(
+        ME, [NewTask(title="p", subtasks=[NewTask(title="c1"), NewTask(title="c2", status="done")])]
+    )
     with pytest.raises(InvalidInput, match=r"1 open subtask\(s\): 2 'c1'.*include_subtasks=true"):
         await store.set_status(ME, 1, "done")
     with pytest.raises(InvalidInput, match="open subtask"):
@@ -107,7 +125,9 @@ async def test_closing_a_parent_with_open_subtasks_needs_include_subtasks(store:
 
 
 async def test_delete_takes_subtasks_only_when_asked_and_frees_dependents(store: TaskStore) -> None:
-    await store.add_tasks(ME, [NewTask(title="p", key="p", subtasks=[NewTask(title="c")]), NewTask(title="w", depends_on=["p"])])
+    await store.add_tasks(
+        ME, [NewTask(title="p", key="p", subtasks=[NewTask(title="c")]), NewTask(title="w", depends_on=["p"])]
+    )
     with pytest.raises(InvalidInput, match="include_subtasks=true"):
         await store.delete_task(ME, 1)
     gone = await store.delete_task(ME, 1, include_subtasks=True)
@@ -167,15 +187,21 @@ async def test_next_task_puts_overdue_then_priority_then_what_unblocks_most(stor
 
 async def test_next_task_says_why_nothing_is_ready(store: TaskStore) -> None:
     assert "no tasks yet" in (await store.next_task(ME)).reason
-    await store.add_tasks(ME, [NewTask(title="a", key="a", status="blocked"), NewTask(title="b", depends_on=["a"])])
+    await store.add_tasks(
+        ME, [NewTask(title="a", key="a", status="blocked"), NewTask(title="b", depends_on=["a"])]
+    )
     empty = await store.next_task(ME)
-    assert empty.task is None and "1 wait on dependencies" in empty.reason and "1 have status blocked" in empty.reason
+    assert (
+        empty.task is None
+        and "1 wait on dependencies" in empty.reason
+        and "1 have status blocked" in empty.reason
+    )
 
 
 async def test_list_tasks_filters_sorts_and_pages(store: TaskStore) -> None:
     await store.add_tasks(ME, [
-        NewTask(title=f"task {i}", priority=("low", "medium", "high")[i % 3], tags=["even"] if i % 2 == 0 else [],
-                due=day(i), description="needle" if i == 7 else "")
+        NewTask(title=f"task {i}", priority=("low", "medium", "high")[i % 3], due=day(i),
+                tags=["even"] if i % 2 == 0 else [], description="needle" if i == 7 else "")
         for i in range(12)
     ])  # fmt: skip
     first = await store.list_tasks(ME, Filters(), limit=5)
@@ -260,7 +286,11 @@ async def test_history_lists_changes_since_a_time(store: TaskStore) -> None:
     await store.set_status(YOU, task.id, "done")
     history, truncated = await store.history(ME, "10m")
     assert not truncated
-    assert [(e.kind, e.actor) for e in history][-3:] == [("created", "local:me"), ("status", "local:you"), ("status", "local:you")]
+    assert [(e.kind, e.actor) for e in history][-3:] == [
+        ("created", "local:me"),
+        ("status", "local:you"),
+        ("status", "local:you"),
+    ]
     assert history[-1].detail == "status: in_progress -> done"
     assert (await store.history(ME, "2999-01-01"))[0] == []
 
@@ -281,7 +311,9 @@ async def test_history_lists_changes_since_a_time(store: TaskStore) -> None:
         (lambda s: s.add_tasks(ME, [NewTask(title="x", key="k"), NewTask(title="y", key="k")]), "used twice"),
     ],
 )
-async def test_bad_input_gets_an_error_that_says_what_is_allowed(store: TaskStore, call: object, message: str) -> None:
+async def test_bad_input_gets_an_error_that_says_what_is_allowed(
+    store: TaskStore, call: object, message: str
+) -> None:
     with pytest.raises((InvalidInput, NotFound, LimitExceeded), match=message):
         await call(store)  # type: ignore[operator]
 
@@ -308,7 +340,10 @@ async def test_readiness_counters_stay_exact_through_random_changes(store: TaskS
     # next_task trusts counters that every write keeps; any operation that forgot a neighbour
     # would leave one stale. Random operations, then a from-scratch comparison.
     rng = random.Random(7)
-    await store.add_tasks(ME, [NewTask(title=f"t{i}", subtasks=[NewTask(title=f"t{i}.{j}") for j in range(2)]) for i in range(6)])
+    await store.add_tasks(
+        ME,
+        [NewTask(title=f"t{i}", subtasks=[NewTask(title=f"t{i}.{j}") for j in range(2)]) for i in range(6)],
+    )
     statuses = ["todo", "in_progress", "blocked", "done", "cancelled"]
     for step in range(60):
         ids = [int(r[0]) for r in (await store.list_tasks(ME, Filters(), limit=500)).rows]
@@ -325,7 +360,9 @@ async def test_readiness_counters_stay_exact_through_random_changes(store: TaskS
             elif op == 2:
                 await store.update_task(ME, task, add_dependencies=[other])
             elif op == 3:
-                await store.update_task(ME, task, remove_dependencies=[other], status=rng.choice(statuses[:3]))
+                await store.update_task(
+                    ME, task, remove_dependencies=[other], status=rng.choice(statuses[:3])
+                )
             elif op == 4:
                 await store.move_task(ME, task, parent=other if rng.random() < 0.7 else "")
             else:
@@ -339,7 +376,10 @@ async def test_readiness_counters_stay_exact_through_random_changes(store: TaskS
 
 async def test_tree_keys_stay_exact_through_moves_and_renumbering(store: TaskStore) -> None:
     # list_tasks pages in tree order by a materialised key; moves and renumbering must keep it.
-    await store.add_tasks(ME, [NewTask(title=f"t{i}", subtasks=[NewTask(title=f"t{i}.{j}") for j in range(2)]) for i in range(4)])
+    await store.add_tasks(
+        ME,
+        [NewTask(title=f"t{i}", subtasks=[NewTask(title=f"t{i}.{j}") for j in range(2)]) for i in range(4)],
+    )
     rng = random.Random(3)
     for _ in range(30):
         ids = [int(r[0]) for r in (await store.list_tasks(ME, Filters(), limit=500)).rows]

@@ -29,7 +29,9 @@ pytestmark = pytest.mark.anyio
 ME = Actor("local:test", "test")
 
 
-async def raw_backend(engine: str, request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Backend, dict[str, str]]:
+async def raw_backend(
+    engine: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> tuple[Backend, dict[str, str]]:
     """A backend opened without migrating, and the arguments that open the same database."""
     if engine == "sqlite":
         path = tmp_path / "old.db"
@@ -53,23 +55,26 @@ async def test_a_database_of_an_older_version_is_upgraded_at_start_with_its_task
         assert await migrate(old, target=1) == 0
         async with old.write() as tx:  # what version 1 wrote
             await tx.execute(
-                "INSERT INTO task_lists (workspace, name, title, created_at, created_by, updated_at, updated_by)"
-                " VALUES ('default', 'inbox', 'Inbox', 't', 'old', 't', 'old')"
+                "INSERT INTO task_lists (workspace, name, title, created_at, created_by, updated_at,"
+                " updated_by) VALUES ('default', 'inbox', 'Inbox', 't', 'old', 't', 'old')"
             )
             await tx.execute(
                 "INSERT INTO tasks (list_id, position, title, status, priority, created_at, created_by,"
                 " updated_at, updated_by) VALUES (1, 1024, 'from v1', 'todo', 'high', 't', 'old', 't', 'old')"
             )
             await tx.execute(
-                "INSERT INTO tasks (list_id, parent_id, position, title, status, priority, created_at, created_by,"
-                " updated_at, updated_by) VALUES (1, 1, 1024, 'child', 'todo', 'low', 't', 'old', 't', 'old')"
+                "INSERT INTO tasks (list_id, parent_id, position, title, status, priority, created_at,"
+                " created_by, updated_at, updated_by)"
+                " VALUES (1, 1, 1024, 'child', 'todo', 'low', 't', 'old', 't', 'old')"
             )
     finally:
         await old.close()
     upgraded = await reopen(where)
     try:
         async with upgraded.read() as tx:
-            assert await tx.fetchval("SELECT value FROM task_meta WHERE key = 'schema_version'") == str(schema.LATEST)
+            assert await tx.fetchval("SELECT value FROM task_meta WHERE key = 'schema_version'") == str(
+                schema.LATEST
+            )
         store = TaskStore(upgraded)
         assert [r[2] for r in (await store.list_tasks(ME, Filters())).rows] == ["from v1", "child"]
         nxt = await store.next_task(ME)  # version 3's readiness counters were computed for old rows
@@ -82,7 +87,9 @@ async def test_a_database_of_an_older_version_is_upgraded_at_start_with_its_task
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-async def test_a_database_of_a_newer_version_is_refused(engine: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+async def test_a_database_of_a_newer_version_is_refused(
+    engine: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     current, where = await raw_backend(engine, request, tmp_path)
     try:
         await migrate(current)
@@ -90,16 +97,21 @@ async def test_a_database_of_a_newer_version_is_refused(engine: str, request: py
             await tx.execute("UPDATE task_meta SET value = '99' WHERE key = 'schema_version'")
     finally:
         await current.close()
-    with pytest.raises(ConfigError, match=f"version 99, but this mcp-tasks knows versions up to {schema.LATEST}.*Upgrade"):
+    with pytest.raises(
+        ConfigError, match=f"version 99, but this mcp-tasks knows versions up to {schema.LATEST}.*Upgrade"
+    ):
         await reopen(where)
     if "sqlite_path" not in where:
         return  # the console script's handling is the same for both engines; shown once, on SQLite
-    done = subprocess.run(
-        [script_path("mcp-batteries-tasks"), "--db", where["sqlite_path"]], input="", capture_output=True, text=True, timeout=60,
+    done = subprocess.run(  # noqa: ASYNC221 - the test waits for the process on purpose
+        [script_path("mcp-batteries-tasks"), "--db", where["sqlite_path"]], input="", capture_output=True,
+        text=True, timeout=60,
         env={**os.environ, **FAST_START},
     )  # fmt: skip
     assert done.returncode == 2
-    assert done.stderr.count("\n") == 1 and "schema version 99" in done.stderr and "Traceback" not in done.stderr
+    assert (
+        done.stderr.count("\n") == 1 and "schema version 99" in done.stderr and "Traceback" not in done.stderr
+    )
 
 
 async def test_a_sqlite_file_with_someone_elses_tasks_table_is_refused(tmp_path: Path) -> None:
@@ -108,7 +120,7 @@ async def test_a_sqlite_file_with_someone_elses_tasks_table_is_refused(tmp_path:
     conn.execute("CREATE TABLE tasks (id INTEGER PRIMARY KEY, what TEXT)")
     conn.commit()
     conn.close()
-    with pytest.raises(ConfigError, match="already has table.*tasks.*mcp-tasks did not create"):
+    with pytest.raises(ConfigError, match=r"already has table.*tasks.*mcp-tasks did not create"):
         await open_backend(sqlite_path=path)
 
 

@@ -49,15 +49,21 @@ async def test_examples_written_for_the_classic_demo_run_unchanged(db_path: Path
         assert schema["properties"]["priority"]["enum"] == DEMO_PRIORITIES
 
         # The demo's own example calls, as written for it:
-        first = await c.call_tool("add_task", {"title": "Learn MCP", "description": "Read the spec", "priority": "high"})
+        first = await c.call_tool(
+            "add_task", {"title": "Learn MCP", "description": "Read the spec", "priority": "high"}
+        )
         second = await c.call_tool("add_task", {"title": "Buy milk"})
         assert not first.is_error and "Learn MCP" in text(first) and "high" in text(first)
         assert "medium" in text(second)
         tasks = json.loads((await c.read_resource("tasks://list")).contents[0].text)
         assert isinstance(tasks, list) and [t["title"] for t in tasks] == ["Learn MCP", "Buy milk"]
         for task in tasks:
-            assert DEMO_TASK_KEYS <= task.keys()
-        assert (tasks[0]["description"], tasks[0]["priority"], tasks[0]["completed"]) == ("Read the spec", "high", False)
+            assert task.keys() >= DEMO_TASK_KEYS
+        assert (tasks[0]["description"], tasks[0]["priority"], tasks[0]["completed"]) == (
+            "Read the spec",
+            "high",
+            False,
+        )
         prompts = {p.name: p for p in (await c.list_prompts()).prompts}
         assert not any(a.required for a in prompts["task_summary"].arguments or [])
         summary = str((await c.get_prompt("task_summary")).messages[0].content.text)  # type: ignore[union-attr]
@@ -88,20 +94,30 @@ async def test_every_tool_answers_with_structured_content_and_compact_text(db_pa
         assert made["name"] == "launch" and made["total"] == 0
         plan = await call(
             "add_tasks", list="launch",
-            tasks=[{"title": "Build", "key": "b", "priority": "high", "subtasks": [{"title": "API"}, {"title": "UI"}]},
+            tasks=[{"title": "Build", "key": "b", "priority": "high",
+                    "subtasks": [{"title": "API"}, {"title": "UI"}]},
                    {"title": "Announce", "depends_on": ["b"], "tags": ["comms"], "due": "2030-01-01"}],
         )  # fmt: skip
         assert plan["created"] == 4 and [r[0] for r in plan["rows"]] == ["1", "2", "3", "4"]
         one = await call("add_task", title="Inbox item", tags=["misc"])
         assert one["list"] == "inbox"
         detail = await call("get_task", task_id=1)
-        assert [s["id"] for s in detail["subtasks"]] == ["2", "3"] and [d["id"] for d in detail["dependents"]] == ["4"]
+        assert [s["id"] for s in detail["subtasks"]] == ["2", "3"] and [
+            d["id"] for d in detail["dependents"]
+        ] == ["4"]
         page = await call("list_tasks", list="launch", limit=2)
-        assert page["total"] == 4 and page["next_offset"] == 2 and page["columns"][0] == "id" and len(page["rows"]) == 2
+        assert (
+            page["total"] == 4
+            and page["next_offset"] == 2
+            and page["columns"][0] == "id"
+            and len(page["rows"]) == 2
+        )
         assert (await call("list_tasks", tag="comms", sort="due"))["rows"][0][2] == "Announce"
         nxt = await call("next_task", list="launch")
         assert nxt["task"]["title"] == "API" and "Chosen from" in nxt["reason"]
-        changed = await call("update_task", task_id=2, expected_version=1, description="REST", add_tags=["api"])
+        changed = await call(
+            "update_task", task_id=2, expected_version=1, description="REST", add_tags=["api"]
+        )
         assert changed["task"]["version"] == 2 and changed["task"]["tags"] == ["api"]
         conflict = await c.call_tool("update_task", {"task_id": 2, "expected_version": 1, "title": "late"})
         assert conflict.is_error and "conflict" in text(conflict) and '"version":2' in text(conflict)
@@ -126,7 +142,9 @@ async def test_every_tool_answers_with_structured_content_and_compact_text(db_pa
 @pytest.mark.parametrize("era", ERAS)
 async def test_resources_templates_completion_and_prompts(db_path: Path, era: Era) -> None:
     async with connect(server_for(db_path).mcp, era) as c:
-        await c.call_tool("add_tasks", {"tasks": [{"title": "Parent", "subtasks": [{"title": "Child", "tags": ["t"]}]}]})
+        await c.call_tool(
+            "add_tasks", {"tasks": [{"title": "Parent", "subtasks": [{"title": "Child", "tags": ["t"]}]}]}
+        )
         await c.call_tool("create_list", {"name": "work"})
         templates = {t.uri_template for t in (await c.list_resource_templates()).resource_templates}
         assert templates == {"tasks://lists/{list}", "tasks://lists/{list}/markdown", "tasks://tasks/{task_id}",
@@ -146,14 +164,18 @@ async def test_resources_templates_completion_and_prompts(db_path: Path, era: Er
         with pytest.raises(Exception, match="no task 99"):
             await c.read_resource("tasks://tasks/99")
         lists_done = await c.complete(
-            ResourceTemplateReference(type="ref/resource", uri="tasks://lists/{list}"), {"name": "list", "value": "w"}
+            ResourceTemplateReference(type="ref/resource", uri="tasks://lists/{list}"),
+            {"name": "list", "value": "w"},
         )
         assert lists_done.completion.values == ["work"]
         ids = await c.complete(
-            ResourceTemplateReference(type="ref/resource", uri="tasks://tasks/{task_id}"), {"name": "task_id", "value": ""}
+            ResourceTemplateReference(type="ref/resource", uri="tasks://tasks/{task_id}"),
+            {"name": "task_id", "value": ""},
         )
         assert ids.completion.values == ["2", "1"]
-        prompt_lists = await c.complete(PromptReference(type="ref/prompt", name="standup"), {"name": "list", "value": ""})
+        prompt_lists = await c.complete(
+            PromptReference(type="ref/prompt", name="standup"), {"name": "list", "value": ""}
+        )
         assert prompt_lists.completion.values == ["inbox", "work"]
         prompts = {p.name for p in (await c.list_prompts()).prompts}
         assert prompts == {"task_summary", "plan_goal", "standup"}
@@ -181,7 +203,9 @@ async def test_own_changes_are_heard_by_subscribers(db_path: Path, era: Era) -> 
     heard = Notifications()
     async with connect(server_for(db_path).mcp, era, message_handler=heard) as c:
         await c.call_tool("add_task", {"title": "watched"})
-        async with hearing(c, era, heard, ["tasks://tasks/1", "tasks://lists/inbox/markdown", "tasks://list"]):
+        async with hearing(
+            c, era, heard, ["tasks://tasks/1", "tasks://lists/inbox/markdown", "tasks://list"]
+        ):
             await c.call_tool("update_task", {"task_id": 1, "priority": "high"})
             for uri in ("tasks://tasks/1", "tasks://lists/inbox/markdown", "tasks://list"):
                 await heard.wait_method("notifications/resources/updated", uri)
@@ -209,5 +233,9 @@ async def test_http_both_eras(db_path: Path) -> None:
                 assert not added.is_error, text(added)
                 page = await c.call_tool("list_tasks", {})
                 assert f"over http ({era})" in text(page)
-                task = json.loads((await c.read_resource(f"tasks://tasks/{added.structured_content['id']}")).contents[0].text)  # type: ignore[index,union-attr]
+                task = json.loads(
+                    (await c.read_resource(f"tasks://tasks/{added.structured_content['id']}"))
+                    .contents[0]
+                    .text
+                )  # type: ignore[index,union-attr]
                 assert task["task"]["title"] == f"over http ({era})"

@@ -47,7 +47,9 @@ async def main(argv: list[str]) -> None:
                     current = (await store.get_task(actor, task)).task
                     value = int(current.description or "0")
                     try:
-                        await store.update_task(actor, task, description=str(value + 1), expected_version=current.version)
+                        await store.update_task(
+                            actor, task, description=str(value + 1), expected_version=current.version
+                        )
                         break
                     except Conflict:
                         conflicts += 1

@@ -57,7 +57,6 @@ class FetchServerSettings(ServerSettings):
     )
 
 
-
 def fetch_settings(settings: FetchServerSettings) -> FetchSettings:
     """The domain layer's settings from the server's."""
     return FetchSettings(

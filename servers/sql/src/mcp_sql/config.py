@@ -30,7 +30,6 @@ class SqlSettings(ServerSettings):
         2.0, gt=0, description="PostgreSQL: seconds between schema checks while a client listens for changes."
     )
 
-
     @property
     def writes_enabled(self) -> bool:
         """Writing needs --allow-write and not --read-only."""

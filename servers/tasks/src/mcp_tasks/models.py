@@ -165,7 +165,8 @@ class NewTask(BaseModel):
     due: str | None = Field(default=None, description="YYYY-MM-DD.")
     tags: list[str] = Field(default_factory=list)
     key: str | None = Field(
-        default=None, description="A name for this task that depends_on of other tasks in the same batch may use."
+        default=None,
+        description="A name for this task that depends_on of other tasks in the same batch may use.",
     )
     depends_on: list[str | int] = Field(
         default_factory=list, description="Ids of existing tasks, or keys of tasks in this batch."

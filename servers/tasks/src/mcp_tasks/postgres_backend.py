@@ -97,7 +97,8 @@ class PostgresTx:
 
     async def allocate_task_ids(self, count: int) -> list[int]:
         rows = await self.fetch(
-            f"SELECT nextval(pg_get_serial_sequence('{PG_SCHEMA}.tasks', 'id')) FROM generate_series(1, ?::int)",
+            f"SELECT nextval(pg_get_serial_sequence('{PG_SCHEMA}.tasks', 'id'))"
+            " FROM generate_series(1, ?::int)",
             count,
         )
         return [int(r[0]) for r in rows]

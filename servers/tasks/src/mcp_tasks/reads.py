@@ -30,6 +30,7 @@ Sort = Literal["tree", "priority", "due", "created", "updated", "title"]
 SORTS: tuple[str, ...] = ("tree", "priority", "due", "created", "updated", "title")
 MAX_SUBTASKS_SHOWN = 200
 
+LIST_ORDER = "l.workspace <> 'default', l.workspace, l.name"
 _PRIORITY_ORDER = "CASE t.priority WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END"
 _ORDERS: dict[str, str] = {
     "priority": f"{_PRIORITY_ORDER}, t.due IS NULL, t.due, t.id",
@@ -133,7 +134,9 @@ async def list_tasks(
         order = _ORDERS[sort]
     page = [
         R.task_row(r)
-        for r in await tx.fetch(f"{R.TASK_SELECT} WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?", *args, limit, offset)
+        for r in await tx.fetch(
+            f"{R.TASK_SELECT} WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?", *args, limit, offset
+        )
     ]
     depth = {row.id: row.depth for row in page} if sort == "tree" else {}
     tasks = await R.full_tasks(tx, page)
@@ -197,12 +200,11 @@ async def list_lists(
     found = [
         R.list_row(r)
         for r in await tx.fetch(
-            f"SELECT {R.LIST_COLUMNS} FROM task_lists l WHERE {where} ORDER BY l.workspace <> 'default', l.workspace, l.name"
-            " LIMIT ? OFFSET ?",
+            f"SELECT {R.LIST_COLUMNS} FROM task_lists l WHERE {where} ORDER BY {LIST_ORDER} LIMIT ? OFFSET ?",
             *args,
             limit,
             offset,
-        )  # fmt: skip
+        )
     ]
     infos = await R.list_infos(tx, found)
     more = offset + len(infos) < total
@@ -211,7 +213,8 @@ async def list_lists(
             "No lists yet. add_task puts tasks in 'inbox' (created on first use); create_list makes others."
         )
     elif more:
-        hint = f"Lists {offset + 1}-{offset + len(infos)} of {total}; call list_lists with offset={offset + len(infos)} for more."
+        shown = f"{offset + 1}-{offset + len(infos)}"
+        hint = f"Lists {shown} of {total}; call list_lists with offset={offset + len(infos)} for more."
     else:
         hint = "Use a list's name as list= in add_task, list_tasks and next_task."
     return ListsPage(lists=infos, total=total, next_offset=offset + len(infos) if more else None, hint=hint)
@@ -225,7 +228,9 @@ async def next_task(
     day = today or date.today()
     soon = day + timedelta(days=ranking.SOON_DAYS)
     scope, scope_args = await _scope(tx, actor, list_ref)
-    lists = [int(r["id"]) for r in await tx.fetch(f"SELECT l.id FROM task_lists l WHERE {scope}", *scope_args)]
+    lists = [
+        int(r["id"]) for r in await tx.fetch(f"SELECT l.id FROM task_lists l WHERE {scope}", *scope_args)
+    ]
     if not lists:
         return NextTask(task=None, reason=ranking.nothing_ready(0, 0, 0), candidates=0, alternatives=[])
     extra, args = "", list[Any](lists)
@@ -249,12 +254,15 @@ async def next_task(
             f" ORDER BY {schema.RANK} LIMIT ?",
             *args, soon.isoformat(), wanted - len(found),
         )  # fmt: skip
-    candidates = int(await tx.fetchval(f"SELECT count(*) FROM tasks t WHERE {ready}", *args) or 0) if found else 0
+    candidates = (
+        int(await tx.fetchval(f"SELECT count(*) FROM tasks t WHERE {ready}", *args) or 0) if found else 0
+    )
     if not found:
         counts = await tx.fetchrow(
             "SELECT sum(CASE WHEN t.status = 'blocked' THEN 1 ELSE 0 END) AS marked,"
             " sum(CASE WHEN t.status <> 'blocked' AND t.open_deps > 0 THEN 1 ELSE 0 END) AS waiting,"
-            " sum(CASE WHEN t.status <> 'blocked' AND t.open_deps = 0 AND t.open_children > 0 THEN 1 ELSE 0 END)"
+            " sum(CASE WHEN t.status <> 'blocked' AND t.open_deps = 0 AND t.open_children > 0"
+            " THEN 1 ELSE 0 END)"
             " AS parents FROM tasks t"
             f" WHERE t.status IN ('todo', 'in_progress', 'blocked') AND t.list_id IN {in_list(lists)}{extra}",
             *args,
@@ -296,7 +304,7 @@ async def all_lists(tx: Tx, actor: Actor) -> list[ListInfo]:
     found = [
         R.list_row(r)
         for r in await tx.fetch(
-            f"SELECT {R.LIST_COLUMNS} FROM task_lists l WHERE {where} ORDER BY l.workspace <> 'default', l.workspace, l.name",
+            f"SELECT {R.LIST_COLUMNS} FROM task_lists l WHERE {where} ORDER BY {LIST_ORDER}",
             *args,
         )
     ]
@@ -351,26 +359,31 @@ async def resource_entries(
     lists = [
         R.list_row(r)
         for r in await tx.fetch(
-            f"SELECT {R.LIST_COLUMNS} FROM task_lists l WHERE l.archived = 0 AND {where} ORDER BY l.workspace, l.name",
+            f"SELECT {R.LIST_COLUMNS} FROM task_lists l WHERE l.archived = 0 AND {where}"
+            " ORDER BY l.workspace, l.name",
             *args,
         )
     ]
     entries: list[ResourceEntry] = []
     for row in lists[offset : offset + limit]:
-        entries.append(ResourceEntry(uris.list_uris(row.key)[0], f"list {row.key}", row.title, "application/json",
-                                     f"List {row.key} with its tasks in order (JSON); add /markdown for a checklist"))  # fmt: skip
+        about = f"List {row.key} with its tasks in order (JSON); add /markdown for a checklist"
+        entries.append(
+            ResourceEntry(uris.list_uris(row.key)[0], f"list {row.key}", row.title, "application/json", about)
+        )
     task_offset = max(0, offset - len(lists))
     room = limit - len(entries)
     found = await tx.fetch(
-        f"SELECT t.id, t.title, t.status, l.workspace, l.name FROM tasks t JOIN task_lists l ON l.id = t.list_id"
+        "SELECT t.id, t.title, t.status, l.workspace, l.name"
+        " FROM tasks t JOIN task_lists l ON l.id = t.list_id"
         f" WHERE l.archived = 0 AND {where} ORDER BY t.id LIMIT ? OFFSET ?",
         *args, room + 1, task_offset,
     )  # fmt: skip
     for r in found[:room]:
+        where_it_is = f"[{r['status']}] in {list_key(str(r['workspace']), str(r['name']))}"
+        uri = uris.task_uris(int(r["id"]))[0]
         entries.append(
-            ResourceEntry(uris.task_uris(int(r["id"]))[0], f"task {r['id']}", str(r["title"]), "application/json",
-                          f"[{r['status']}] in {list_key(str(r['workspace']), str(r['name']))}")
-        )  # fmt: skip
+            ResourceEntry(uri, f"task {r['id']}", str(r["title"]), "application/json", where_it_is)
+        )
     return entries, len(found) > room
 
 
@@ -421,8 +434,10 @@ async def summary(tx: Tx, actor: Actor, list_ref: str | None, *, today: date | N
         " sum(CASE WHEN t.status = 'cancelled' THEN 1 ELSE 0 END) AS cancelled,"
         " sum(CASE WHEN t.status = 'in_progress' THEN 1 ELSE 0 END) AS in_progress,"
         " sum(CASE WHEN t.status = 'blocked' THEN 1 ELSE 0 END) AS blocked,"
-        " sum(CASE WHEN t.priority = 'high' AND t.status IN ('todo', 'in_progress', 'blocked') THEN 1 ELSE 0 END) AS high_open,"
-        " sum(CASE WHEN t.due IS NOT NULL AND t.due < ? AND t.status IN ('todo', 'in_progress', 'blocked') THEN 1 ELSE 0 END) AS overdue"
+        " sum(CASE WHEN t.priority = 'high' AND t.status IN ('todo', 'in_progress', 'blocked')"
+        " THEN 1 ELSE 0 END) AS high_open,"
+        " sum(CASE WHEN t.due IS NOT NULL AND t.due < ? AND t.status IN ('todo', 'in_progress', 'blocked')"
+        " THEN 1 ELSE 0 END) AS overdue"
         f" FROM tasks t JOIN task_lists l ON l.id = t.list_id WHERE {scope}",
         day, *args,
     )  # fmt: skip
@@ -453,7 +468,8 @@ async def history(
     where, args = R.visible(actor, alias="c")
     key = (await R.resolve_list(tx, actor, list_ref)).key if list_ref else None
     found = await tx.fetch(
-        f"SELECT c.at, c.actor, c.events FROM task_changes c WHERE c.at >= ? AND {where} ORDER BY c.seq DESC LIMIT ?",
+        f"SELECT c.at, c.actor, c.events FROM task_changes c WHERE c.at >= ? AND {where}"
+        " ORDER BY c.seq DESC LIMIT ?",
         since_iso, *args, limit + 1,
     )  # fmt: skip
     entries: list[HistoryEntry] = []
@@ -465,6 +481,15 @@ async def history(
         for e in events:
             if key is not None and e.get("list") != key:
                 continue
-            entries.append(HistoryEntry(str(r["at"]), str(r["actor"]), str(e.get("kind", "")), str(e.get("list", "")),
-                                        e.get("task"), str(e.get("title", "")), str(e.get("detail", ""))))  # fmt: skip
+            entries.append(
+                HistoryEntry(
+                    at=str(r["at"]),
+                    actor=str(r["actor"]),
+                    kind=str(e.get("kind", "")),
+                    list=str(e.get("list", "")),
+                    task=e.get("task"),
+                    title=str(e.get("title", "")),
+                    detail=str(e.get("detail", "")),
+                )
+            )
     return entries, len(found) > limit

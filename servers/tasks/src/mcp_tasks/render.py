@@ -122,7 +122,8 @@ def list_line(info: ListInfo) -> str:
     c = info.counts
     state = " (archived)" if info.archived else ""
     return (
-        f"{info.name}{state}: {info.title} - {info.open} open ({c.in_progress} in progress, {c.blocked} blocked), "
+        f"{info.name}{state}: {info.title} - {info.open} open "
+        f"({c.in_progress} in progress, {c.blocked} blocked), "
         f"{c.done} done, {c.cancelled} cancelled"
     )
 

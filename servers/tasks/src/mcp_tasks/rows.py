@@ -175,18 +175,20 @@ async def list_infos(tx: Tx, lists: Sequence[ListRow]) -> list[ListInfo]:
     ids = [row.id for row in lists]
     for part in chunks(ids):
         for r in await tx.fetch(
-            f"SELECT list_id, status, count(*) AS n FROM tasks WHERE list_id IN {in_list(part)} GROUP BY list_id, status",
+            "SELECT list_id, status, count(*) AS n FROM tasks"
+            f" WHERE list_id IN {in_list(part)} GROUP BY list_id, status",
             *part,
         ):
             counts[int(r["list_id"])][str(r["status"])] = int(r["n"])
     infos = []
     for row in lists:
         by_status = StatusCounts(**counts.get(row.id, {}))
+        still_open = by_status.todo + by_status.in_progress + by_status.blocked
         total = sum(counts.get(row.id, {}).values())
         infos.append(
             ListInfo(
                 name=row.key, workspace=row.workspace, title=row.title, description=row.description,
-                archived=row.archived, counts=by_status, open=by_status.todo + by_status.in_progress + by_status.blocked,
+                archived=row.archived, counts=by_status, open=still_open,
                 total=total, created_at=row.created_at, updated_at=row.updated_at, updated_by=row.updated_by,
                 version=row.version,
             )

@@ -172,7 +172,10 @@ LATEST = len(MIGRATIONS)
 
 def statements(dialect: Dialect, step: int) -> list[str]:
     chosen = [sql[dialect] if isinstance(sql, dict) else sql for sql in MIGRATIONS[step]]
-    return [sql.format(**_TYPES[dialect]) if "{id}" in sql or "{ref}" in sql or "{big}" in sql else sql for sql in chosen]
+    return [
+        sql.format(**_TYPES[dialect]) if "{id}" in sql or "{ref}" in sql or "{big}" in sql else sql
+        for sql in chosen
+    ]
 
 
 def create_meta(dialect: Dialect) -> str:
@@ -183,8 +186,8 @@ def check_version(found: int, where: str) -> None:
     if found > LATEST:
         raise ConfigError(
             f"{where} holds task schema version {found}, but this mcp-tasks knows versions up to {LATEST}: "
-            "it was written by a newer mcp-batteries-tasks. Upgrade this one (uvx mcp-batteries-tasks@latest) "
-            "rather than risk misreading it."
+            "it was written by a newer mcp-batteries-tasks. Upgrade this one "
+            "(uvx mcp-batteries-tasks@latest) rather than risk misreading it."
         )
     if found < 0:
         raise ConfigError(f"{where} holds an invalid task schema version {found}")

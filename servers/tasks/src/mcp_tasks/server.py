@@ -59,9 +59,7 @@ ListRef = Annotated[
 ]
 ExpectedVersion = Annotated[
     int | None,
-    Field(
-        description="Only change the task if it is still at this version (from a previous read); else a conflict."
-    ),
+    Field(description="Change the task only if it is still at this version (from a read); else a conflict."),
 ]
 IncludeSubtasks = Annotated[
     bool, Field(description="Also apply to open subtasks (required when it has any).")
@@ -96,8 +94,8 @@ def build_server(settings: TasksSettings) -> BatteriesServer:
         parsed = uris.parse(uri)
         if parsed is None:
             raise InvalidInput(
-                "subscribable URIs: tasks://list, tasks://lists, tasks://lists/{list}, tasks://tasks/{task_id} "
-                "(each list and task also with /markdown)"
+                "subscribable URIs: tasks://list, tasks://lists, tasks://lists/{list}, "
+                "tasks://tasks/{task_id} (each list and task also with /markdown)"
             )
         if parsed.kind == "list":
             await service.store.can_see_list(actor(), parsed.key)
@@ -192,7 +190,9 @@ def build_server(settings: TasksSettings) -> BatteriesServer:
         status: Annotated[
             list[Status | Literal["open", "closed"]] | None,
             Field(
-                description="Only these statuses; 'open' = todo, in_progress, blocked; 'closed' = done, cancelled."
+                description=(
+                    "Only these statuses; 'open' = todo, in_progress, blocked; 'closed' = done, cancelled."
+                )
             ),
         ] = None,
         priority: Annotated[list[Priority] | None, Field(description="Only these priorities.")] = None,
@@ -375,7 +375,8 @@ def build_server(settings: TasksSettings) -> BatteriesServer:
         return (await service.store.list_view(actor(), list)).to_json()
 
     @server.resource(
-        uris.LIST_MARKDOWN_TEMPLATE, name="list-markdown", title="A list as a checklist", mime_type="text/markdown",
+        uris.LIST_MARKDOWN_TEMPLATE, name="list-markdown", title="A list as a checklist",
+        mime_type="text/markdown",
         description="One list as a Markdown checklist.",
     )  # fmt: skip
     async def list_markdown_resource(list: str) -> str:
@@ -389,7 +390,8 @@ def build_server(settings: TasksSettings) -> BatteriesServer:
         return (await service.store.get_task(actor(), task_id)).model_dump_json(indent=1)
 
     @server.resource(
-        uris.TASK_MARKDOWN_TEMPLATE, name="task-markdown", title="A task in Markdown", mime_type="text/markdown",
+        uris.TASK_MARKDOWN_TEMPLATE, name="task-markdown", title="A task in Markdown",
+        mime_type="text/markdown",
         description="One task as Markdown.",
     )  # fmt: skip
     async def task_markdown_resource(task_id: str) -> str:

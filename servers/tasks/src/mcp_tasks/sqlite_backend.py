@@ -111,7 +111,7 @@ class SQLiteBackend:
             mode = await writer.execute_fetchall("PRAGMA journal_mode = WAL")
         except sqlite3.Error as exc:
             raise ConfigError(f"cannot open the task database {path}: {exc}") from exc
-        if not mode or str(list(mode)[0][0]).lower() != "wal":
+        if not mode or str(next(iter(mode))[0]).lower() != "wal":
             logger.warning("%s: WAL journal mode unavailable; readers will wait for writers", path)
         await writer.execute_fetchall("PRAGMA synchronous = NORMAL")
         return cls(path, writer, busy_timeout)

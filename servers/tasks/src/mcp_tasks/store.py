@@ -172,8 +172,9 @@ class TaskStore:
             actor,
             lambda w: writes.update_task(
                 w, number, expected_version=expected_version, title=title, description=description,
-                priority=priority, status=status, due=due, tags=tags, add_tags=add_tags, remove_tags=remove_tags,
-                depends_on=depends_on, add_dependencies=add_dependencies, remove_dependencies=remove_dependencies,
+                priority=priority, status=status, due=due, tags=tags, add_tags=add_tags,
+                remove_tags=remove_tags, depends_on=depends_on, add_dependencies=add_dependencies,
+                remove_dependencies=remove_dependencies,
             ),
         )  # fmt: skip
 

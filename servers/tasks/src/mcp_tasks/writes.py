@@ -107,7 +107,8 @@ async def archive_list(w: Work, ref: str, archived: bool) -> ListInfo:
     assert row is not None
     if row.archived != archived:
         await w.tx.execute(
-            "UPDATE task_lists SET archived = ?, version = version + 1, updated_at = ?, updated_by = ? WHERE id = ?",
+            "UPDATE task_lists SET archived = ?, version = version + 1, updated_at = ?, updated_by = ?"
+            " WHERE id = ?",
             int(archived), w.now, w.actor.subject, row.id,
         )  # fmt: skip
         w.changes.touch_list(row.key)
@@ -185,7 +186,8 @@ def _flatten(items: Sequence[NewTask]) -> list[_Planned]:
             raise LimitExceeded(f"at most {MAX_BATCH} tasks per add_tasks call; split the batch")
         try:
             entry = _Planned(
-                where, parent_index, depth, validate.title(item.title), validate.description(item.description),
+                where, parent_index, depth, validate.title(item.title),
+                validate.description(item.description),
                 validate.priority(item.priority), validate.status(item.status), validate.due(item.due),
                 validate.tags(item.tags), item.key.strip() if item.key and item.key.strip() else None,
                 list(item.depends_on),
@@ -543,7 +545,8 @@ async def set_status(
         await _bump(w, row, {"status": new_status})
     for part in R.chunks([d.id for d in also]):
         await w.tx.execute(
-            f"UPDATE tasks SET status = ?, version = version + 1, updated_at = ?, updated_by = ? WHERE id IN {in_list(part)}",
+            "UPDATE tasks SET status = ?, version = version + 1, updated_at = ?, updated_by = ?"
+            f" WHERE id IN {in_list(part)}",
             new_status, w.now, w.actor.subject, *part,
         )  # fmt: skip
     await _touch_task(w, row, related=True)
@@ -640,7 +643,8 @@ async def move_task(
     if moved_list:
         for part in R.chunks([d.id for d in below]):
             await w.tx.execute(
-                f"UPDATE tasks SET list_id = ?, version = version + 1, updated_at = ?, updated_by = ? WHERE id IN {in_list(part)}",
+                "UPDATE tasks SET list_id = ?, version = version + 1, updated_at = ?, updated_by = ?"
+                f" WHERE id IN {in_list(part)}",
                 new_list.id, w.now, w.actor.subject, *part,
             )  # fmt: skip
     await _touch_task(w, row, related=moved_list or new_parent_id != row.parent_id)
@@ -715,7 +719,8 @@ async def delete_task(
     targets = sorted({other for ids in dependencies.values() for other in ids} - doomed_set)
     for part in R.chunks(unblocked):
         await w.tx.execute(
-            f"UPDATE tasks SET version = version + 1, updated_at = ?, updated_by = ? WHERE id IN {in_list(part)}",
+            "UPDATE tasks SET version = version + 1, updated_at = ?, updated_by = ?"
+            f" WHERE id IN {in_list(part)}",
             w.now, w.actor.subject, *part,
         )  # fmt: skip
     for part in R.chunks(doomed_ids):
