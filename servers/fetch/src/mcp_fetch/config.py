@@ -139,6 +139,7 @@ class FetchServerSettings(ServerSettings):
                 )
         return self
 
+
 def fetch_settings(settings: FetchServerSettings) -> FetchSettings:
     """The domain layer's settings from the server's."""
     return FetchSettings(
