@@ -239,3 +239,53 @@ async def test_http_both_eras(db_path: Path) -> None:
                     .text
                 )  # type: ignore[index,union-attr]
                 assert task["task"]["title"] == f"over http ({era})"
+
+
+async def test_two_users_of_a_tokens_file_never_see_each_others_workspace(
+    db_path: Path, tmp_path: Path
+) -> None:
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(
+        '[[tokens]]\nuser = "alice"\ntoken = "alice-token-0123456789"\nworkspaces = ["team-a"]\n\n'
+        '[[tokens]]\nuser = "bob"\ntoken = "bob-token-0123456789ab"\nworkspaces = ["team-b"]\n\n'
+        '[[tokens]]\nuser = "carol"\ntoken = "carol-token-0123456789"\nworkspaces = ["team-a"]\n'
+        'scopes = ["mcp:read"]\n'
+    )
+    async with http_server("mcp-batteries-tasks", "--db", str(db_path), "--tokens-file", str(tokens),
+                           env=FAST_START) as running:  # fmt: skip
+        async with connect_http(running.url, "modern", token="alice-token-0123456789") as alice:
+            secret = await alice.call_tool("add_task", {"title": "alice's plan", "tags": ["secret"]})
+            assert secret.structured_content["list"] == "team-a:inbox"  # type: ignore[index]
+            assert secret.structured_content["updated_by"] == "user:alice"  # type: ignore[index]
+        secret_id = secret.structured_content["id"]  # type: ignore[index]
+        for era in ERAS:
+            async with connect_http(running.url, era, token="bob-token-0123456789ab") as bob:
+                await bob.call_tool("add_task", {"title": f"bob's own ({era})"})
+                for name, args in [
+                    ("get_task", {"task_id": secret_id}),
+                    ("update_task", {"task_id": secret_id, "title": "pwned"}),
+                    ("complete_task", {"task_id": secret_id}),
+                    ("delete_task", {"task_id": secret_id}),
+                    ("add_task", {"title": "x", "depends_on": [secret_id]}),
+                    ("list_tasks", {"list": "team-a:inbox"}),
+                ]:
+                    refused = await bob.call_tool(name, args)
+                    assert refused.is_error and "alice" not in text(refused), name
+                listed = await bob.call_tool("list_tasks", {})
+                assert "alice" not in text(listed) and "bob's own" in text(listed)
+                everything = json.loads((await bob.read_resource("tasks://list")).contents[0].text)  # type: ignore[union-attr]
+                assert [t["list"] for t in everything] == ["team-b:inbox"] * len(everything)
+                with pytest.raises(Exception, match=f"no task {secret_id}"):
+                    await bob.read_resource(f"tasks://tasks/{secret_id}")
+                with pytest.raises(Exception, match="no task"):
+                    async with hearing(bob, era, Notifications(), [f"tasks://tasks/{secret_id}"]):
+                        pass
+        async with connect_http(running.url, "modern", token="carol-token-0123456789") as carol:
+            assert {t.name for t in (await carol.list_tools()).tools} == READING
+            seen = await carol.call_tool("get_task", {"task_id": secret_id})
+            assert "alice's plan" in text(seen)
+        with pytest.raises(BaseException) as refused:  # the client's task group wraps the error
+            async with connect_http(running.url, "modern", token="not-a-known-token-at-all") as stranger:
+                await stranger.list_tools()
+        assert "Unauthorized" in repr(refused.value.exceptions if isinstance(refused.value, BaseExceptionGroup)
+                                      else refused.value)  # fmt: skip
