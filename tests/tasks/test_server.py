@@ -287,5 +287,7 @@ async def test_two_users_of_a_tokens_file_never_see_each_others_workspace(
         with pytest.raises(BaseException) as refused:  # the client's task group wraps the error
             async with connect_http(running.url, "modern", token="not-a-known-token-at-all") as stranger:
                 await stranger.list_tools()
-        assert "Unauthorized" in repr(refused.value.exceptions if isinstance(refused.value, BaseExceptionGroup)
-                                      else refused.value)  # fmt: skip
+        failure = refused.value
+        assert "Unauthorized" in repr(
+            failure.exceptions if isinstance(failure, BaseExceptionGroup) else failure
+        )
