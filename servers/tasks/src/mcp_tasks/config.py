@@ -34,8 +34,9 @@ class TasksSettings(ServerSettings):
             "PostgreSQL instead of SQLite: postgresql://user@host/db. Any number of mcp-tasks "
             "processes (replicas) may share one database."
         ),
+        json_schema_extra={"metavar": "URL"},
     )
-    page_size: int = Field(50, ge=1, le=500, description="Tasks per list_tasks page unless the call asks.")
+    page_size: int = Field(50, ge=1, le=500, description="Tasks per list_tasks page unless a call asks.")
     history_days: int = Field(
         30, ge=1, description="Days of change history kept (the stand-up prompt reads it)."
     )
