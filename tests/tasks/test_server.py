@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
 from mcp.types import PromptReference, ResourceTemplateReference
 from mcp_batteries.testing import ERAS, Era, Notifications, connect, connect_http, http_server, stdio_params
 from mcp_tasks.config import TasksSettings
@@ -77,115 +78,123 @@ async def test_examples_written_for_the_classic_demo_run_unchanged(db_path: Path
 @pytest.mark.parametrize("era", ERAS)
 async def test_every_tool_answers_with_structured_content_and_compact_text(db_path: Path, era: Era) -> None:
     async with connect(server_for(db_path).mcp, era) as c:
-        tools = {t.name: t for t in (await c.list_tools()).tools}
-        assert set(tools) == READING | WRITING
-        for name, tool in tools.items():
-            assert tool.output_schema is not None, name
-            assert tool.annotations is not None and tool.annotations.read_only_hint == (name in READING), name
-        assert tools["delete_task"].annotations.destructive_hint is True  # type: ignore[union-attr]
+        await exercise_every_tool(c)
 
-        async def call(tool: str, **args: Any) -> dict[str, Any]:
-            result = await c.call_tool(tool, args)
-            assert not result.is_error, f"{tool}: {text(result)}"
-            assert result.structured_content is not None and text(result) and "{" not in text(result)[:1]
-            return result.structured_content
 
-        made = await call("create_list", name="launch", title="Website launch")
-        assert made["name"] == "launch" and made["total"] == 0
-        plan = await call(
-            "add_tasks", list="launch",
-            tasks=[{"title": "Build", "key": "b", "priority": "high",
-                    "subtasks": [{"title": "API"}, {"title": "UI"}]},
-                   {"title": "Announce", "depends_on": ["b"], "tags": ["comms"], "due": "2030-01-01"}],
-        )  # fmt: skip
-        assert plan["created"] == 4 and [r[0] for r in plan["rows"]] == ["1", "2", "3", "4"]
-        one = await call("add_task", title="Inbox item", tags=["misc"])
-        assert one["list"] == "inbox"
-        detail = await call("get_task", task_id=1)
-        assert [s["id"] for s in detail["subtasks"]] == ["2", "3"] and [
-            d["id"] for d in detail["dependents"]
-        ] == ["4"]
-        page = await call("list_tasks", list="launch", limit=2)
-        assert (
-            page["total"] == 4
-            and page["next_offset"] == 2
-            and page["columns"][0] == "id"
-            and len(page["rows"]) == 2
-        )
-        assert (await call("list_tasks", tag="comms", sort="due"))["rows"][0][2] == "Announce"
-        nxt = await call("next_task", list="launch")
-        assert nxt["task"]["title"] == "API" and "Chosen from" in nxt["reason"]
-        changed = await call(
-            "update_task", task_id=2, expected_version=1, description="REST", add_tags=["api"]
-        )
-        assert changed["task"]["version"] == 2 and changed["task"]["tags"] == ["api"]
-        conflict = await c.call_tool("update_task", {"task_id": 2, "expected_version": 1, "title": "late"})
-        assert conflict.is_error and "conflict" in text(conflict) and '"version":2' in text(conflict)
-        status = await call("set_status", task_id=2, status="in_progress")
-        assert status["task"]["status"] == "in_progress"
-        refused = await c.call_tool("complete_task", {"task_id": 1})
-        assert refused.is_error and "open subtask" in text(refused)
-        done = await call("complete_task", task_id=1, include_subtasks=True)
-        assert done["task"]["completed"] is True and sorted(done["also_changed"]) == ["2", "3"]
-        moved = await call("move_task", task_id=5, list="launch", position="first")
-        assert moved["task"]["list"] == "launch"
-        lists = await call("list_lists")
-        assert [i["name"] for i in lists["lists"]] == ["inbox", "launch"]
-        gone = await call("delete_task", task_id=1, include_subtasks=True)
-        assert gone["deleted"] == ["1", "2", "3"] and gone["unblocked"] == ["4"]
-        archived = await call("archive_list", list="launch")
-        assert archived["archived"] is True
-        missing = await c.call_tool("get_task", {"task_id": 1})
-        assert missing.is_error and "no task 1" in text(missing)
+async def exercise_every_tool(c: Client) -> None:
+    tools = {t.name: t for t in (await c.list_tools()).tools}
+    assert set(tools) == READING | WRITING
+    for name, tool in tools.items():
+        assert tool.output_schema is not None, name
+        assert tool.annotations is not None and tool.annotations.read_only_hint == (name in READING), name
+    assert tools["delete_task"].annotations.destructive_hint is True  # type: ignore[union-attr]
+
+    async def call(tool: str, **args: Any) -> dict[str, Any]:
+        result = await c.call_tool(tool, args)
+        assert not result.is_error, f"{tool}: {text(result)}"
+        assert result.structured_content is not None and text(result) and "{" not in text(result)[:1]
+        return result.structured_content
+
+    made = await call("create_list", name="launch", title="Website launch")
+    assert made["name"] == "launch" and made["total"] == 0
+    plan = await call(
+        "add_tasks", list="launch",
+        tasks=[{"title": "Build", "key": "b", "priority": "high",
+                "subtasks": [{"title": "API"}, {"title": "UI"}]},
+               {"title": "Announce", "depends_on": ["b"], "tags": ["comms"], "due": "2030-01-01"}],
+    )  # fmt: skip
+    assert plan["created"] == 4 and [r[0] for r in plan["rows"]] == ["1", "2", "3", "4"]
+    one = await call("add_task", title="Inbox item", tags=["misc"])
+    assert one["list"] == "inbox"
+    detail = await call("get_task", task_id=1)
+    assert [s["id"] for s in detail["subtasks"]] == ["2", "3"] and [
+        d["id"] for d in detail["dependents"]
+    ] == ["4"]
+    page = await call("list_tasks", list="launch", limit=2)
+    assert (
+        page["total"] == 4
+        and page["next_offset"] == 2
+        and page["columns"][0] == "id"
+        and len(page["rows"]) == 2
+    )
+    assert (await call("list_tasks", tag="comms", sort="due"))["rows"][0][2] == "Announce"
+    nxt = await call("next_task", list="launch")
+    assert nxt["task"]["title"] == "API" and "Chosen from" in nxt["reason"]
+    changed = await call("update_task", task_id=2, expected_version=1, description="REST", add_tags=["api"])
+    assert changed["task"]["version"] == 2 and changed["task"]["tags"] == ["api"]
+    conflict = await c.call_tool("update_task", {"task_id": 2, "expected_version": 1, "title": "late"})
+    assert conflict.is_error and "conflict" in text(conflict) and '"version":2' in text(conflict)
+    status = await call("set_status", task_id=2, status="in_progress")
+    assert status["task"]["status"] == "in_progress"
+    refused = await c.call_tool("complete_task", {"task_id": 1})
+    assert refused.is_error and "open subtask" in text(refused)
+    done = await call("complete_task", task_id=1, include_subtasks=True)
+    assert done["task"]["completed"] is True and sorted(done["also_changed"]) == ["2", "3"]
+    moved = await call("move_task", task_id=5, list="launch", position="first")
+    assert moved["task"]["list"] == "launch"
+    lists = await call("list_lists")
+    assert [i["name"] for i in lists["lists"]] == ["inbox", "launch"]
+    gone = await call("delete_task", task_id=1, include_subtasks=True)
+    assert gone["deleted"] == ["1", "2", "3"] and gone["unblocked"] == ["4"]
+    archived = await call("archive_list", list="launch")
+    assert archived["archived"] is True
+    missing = await c.call_tool("get_task", {"task_id": 1})
+    assert missing.is_error and "no task 1" in text(missing)
 
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_resources_templates_completion_and_prompts(db_path: Path, era: Era) -> None:
     async with connect(server_for(db_path).mcp, era) as c:
-        await c.call_tool(
-            "add_tasks", {"tasks": [{"title": "Parent", "subtasks": [{"title": "Child", "tags": ["t"]}]}]}
-        )
-        await c.call_tool("create_list", {"name": "work"})
-        templates = {t.uri_template for t in (await c.list_resource_templates()).resource_templates}
-        assert templates == {"tasks://lists/{list}", "tasks://lists/{list}/markdown", "tasks://tasks/{task_id}",
-                             "tasks://tasks/{task_id}/markdown"}  # fmt: skip
-        listed = [str(r.uri) for r in (await c.list_resources()).resources]
-        assert listed == ["tasks://list", "tasks://lists", "tasks://lists/inbox", "tasks://lists/work",
-                          "tasks://tasks/1", "tasks://tasks/2"]  # fmt: skip
-        lists = json.loads((await c.read_resource("tasks://lists")).contents[0].text)
-        assert [i["name"] for i in lists] == ["inbox", "work"]
-        inbox = json.loads((await c.read_resource("tasks://lists/inbox")).contents[0].text)
-        assert [(t["title"], t["depth"]) for t in inbox["tasks"]] == [("Parent", 0), ("Child", 1)]
-        checklist = (await c.read_resource("tasks://lists/inbox/markdown")).contents[0]
-        assert checklist.mime_type == "text/markdown" and "  - [ ] **2** Child" in checklist.text  # type: ignore[union-attr]
-        task = json.loads((await c.read_resource("tasks://tasks/2")).contents[0].text)
-        assert task["task"]["parent"] == "1" and task["ancestors"][0]["title"] == "Parent"
-        assert "# 2. Child" in (await c.read_resource("tasks://tasks/2/markdown")).contents[0].text  # type: ignore[union-attr]
-        with pytest.raises(Exception, match="no task 99"):
-            await c.read_resource("tasks://tasks/99")
-        lists_done = await c.complete(
-            ResourceTemplateReference(type="ref/resource", uri="tasks://lists/{list}"),
-            {"name": "list", "value": "w"},
-        )
-        assert lists_done.completion.values == ["work"]
-        ids = await c.complete(
-            ResourceTemplateReference(type="ref/resource", uri="tasks://tasks/{task_id}"),
-            {"name": "task_id", "value": ""},
-        )
-        assert ids.completion.values == ["2", "1"]
-        prompt_lists = await c.complete(
-            PromptReference(type="ref/prompt", name="standup"), {"name": "list", "value": ""}
-        )
-        assert prompt_lists.completion.values == ["inbox", "work"]
-        prompts = {p.name for p in (await c.list_prompts()).prompts}
-        assert prompts == {"task_summary", "plan_goal", "standup"}
-        plan = (await c.get_prompt("plan_goal", {"goal": "ship v2", "list": "work"})).messages[0].content
-        assert "ship v2" in plan.text and "add_tasks" in plan.text  # type: ignore[union-attr]
-        await c.call_tool("complete_task", {"task_id": 2})
-        standup = (await c.get_prompt("standup", {"since": "1h"})).messages[0].content.text  # type: ignore[union-attr]
-        assert "Completed:" in standup and "2 Child" in standup and "Next:" in standup
-        with pytest.raises(Exception, match="since must be"):
-            await c.get_prompt("standup", {"since": "whenever"})
+        await exercise_resources_and_prompts(c)
+
+
+async def exercise_resources_and_prompts(c: Client) -> None:
+    """Resources, templates, completion and prompts, on whatever the database already holds."""
+    await c.call_tool("create_list", {"name": "work"})
+    added = await c.call_tool(
+        "add_tasks", {"list": "work", "tasks": [{"title": "Parent", "subtasks": [{"title": "Child"}]}]}
+    )
+    parent, child = (row[0] for row in added.structured_content["rows"])  # type: ignore[index]
+    templates = {t.uri_template for t in (await c.list_resource_templates()).resource_templates}
+    assert templates == {"tasks://lists/{list}", "tasks://lists/{list}/markdown", "tasks://tasks/{task_id}",
+                         "tasks://tasks/{task_id}/markdown"}  # fmt: skip
+    listed = [str(r.uri) for r in (await c.list_resources()).resources]
+    assert listed[:2] == ["tasks://list", "tasks://lists"]
+    assert {"tasks://lists/work", f"tasks://tasks/{parent}", f"tasks://tasks/{child}"} <= set(listed)
+    lists = json.loads((await c.read_resource("tasks://lists")).contents[0].text)
+    assert "work" in [i["name"] for i in lists]
+    work = json.loads((await c.read_resource("tasks://lists/work")).contents[0].text)
+    assert [(t["title"], t["depth"]) for t in work["tasks"]] == [("Parent", 0), ("Child", 1)]
+    checklist = (await c.read_resource("tasks://lists/work/markdown")).contents[0]
+    assert checklist.mime_type == "text/markdown" and f"  - [ ] **{child}** Child" in checklist.text  # type: ignore[union-attr]
+    task = json.loads((await c.read_resource(f"tasks://tasks/{child}")).contents[0].text)
+    assert task["task"]["parent"] == parent and task["ancestors"][0]["title"] == "Parent"
+    assert f"# {child}. Child" in (await c.read_resource(f"tasks://tasks/{child}/markdown")).contents[0].text  # type: ignore[union-attr]
+    with pytest.raises(Exception, match="no task 9999"):
+        await c.read_resource("tasks://tasks/9999")
+    lists_done = await c.complete(
+        ResourceTemplateReference(type="ref/resource", uri="tasks://lists/{list}"),
+        {"name": "list", "value": "w"},
+    )
+    assert lists_done.completion.values == ["work"]
+    ids = await c.complete(
+        ResourceTemplateReference(type="ref/resource", uri="tasks://tasks/{task_id}"),
+        {"name": "task_id", "value": ""},
+    )
+    assert ids.completion.values[:2] == [child, parent]  # open tasks first, newest first
+    prompt_lists = await c.complete(
+        PromptReference(type="ref/prompt", name="standup"), {"name": "list", "value": "w"}
+    )
+    assert prompt_lists.completion.values == ["work"]
+    prompts = {p.name for p in (await c.list_prompts()).prompts}
+    assert prompts == {"task_summary", "plan_goal", "standup"}
+    plan = (await c.get_prompt("plan_goal", {"goal": "ship v2", "list": "work"})).messages[0].content
+    assert "ship v2" in plan.text and "add_tasks" in plan.text  # type: ignore[union-attr]
+    await c.call_tool("complete_task", {"task_id": child})
+    standup = (await c.get_prompt("standup", {"since": "1h", "list": "work"})).messages[0].content.text  # type: ignore[union-attr]
+    assert "Completed:" in standup and f"{child} Child" in standup and "Next:" in standup
+    with pytest.raises(Exception, match="since must be"):
+        await c.get_prompt("standup", {"since": "whenever"})
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -215,30 +224,20 @@ async def test_own_changes_are_heard_by_subscribers(db_path: Path, era: Era) -> 
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_stdio_console_script(db_path: Path, era: Era) -> None:
+async def test_every_tool_and_resource_over_stdio(db_path: Path, era: Era) -> None:
     async with connect(stdio_params("mcp-batteries-tasks", "--db", str(db_path), env=FAST_START), era) as c:
-        added = await c.call_tool("add_task", {"title": "over stdio", "priority": "low"})
-        assert not added.is_error and added.structured_content["id"] == "1"  # type: ignore[index]
-        listed = json.loads((await c.read_resource("tasks://list")).contents[0].text)  # type: ignore[union-attr]
-        assert listed[0]["title"] == "over stdio"
-        nxt = await c.call_tool("next_task", {})
-        assert "over stdio" in text(nxt)
+        await exercise_every_tool(c)
+        await exercise_resources_and_prompts(c)
 
 
-async def test_http_both_eras(db_path: Path) -> None:
-    async with http_server("mcp-batteries-tasks", "--db", str(db_path), env=FAST_START) as running:
-        for era in ERAS:
-            async with connect_http(running.url, era) as c:
-                added = await c.call_tool("add_task", {"title": f"over http ({era})"})
-                assert not added.is_error, text(added)
-                page = await c.call_tool("list_tasks", {})
-                assert f"over http ({era})" in text(page)
-                task = json.loads(
-                    (await c.read_resource(f"tasks://tasks/{added.structured_content['id']}"))
-                    .contents[0]
-                    .text
-                )  # type: ignore[index,union-attr]
-                assert task["task"]["title"] == f"over http ({era})"
+@pytest.mark.parametrize("era", ERAS)
+async def test_every_tool_and_resource_over_http(db_path: Path, era: Era) -> None:
+    async with (
+        http_server("mcp-batteries-tasks", "--db", str(db_path), env=FAST_START) as running,
+        connect_http(running.url, era) as c,
+    ):
+        await exercise_every_tool(c)
+        await exercise_resources_and_prompts(c)
 
 
 async def test_two_users_of_a_tokens_file_never_see_each_others_workspace(
