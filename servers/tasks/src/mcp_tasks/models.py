@@ -151,7 +151,9 @@ class NextTask(BaseModel):
 
     task: Task | None
     reason: str
-    candidates: int = Field(description="Open, unblocked tasks without open subtasks that were considered.")
+    candidates: int = Field(
+        description="Open, unblocked tasks without open subtasks that were considered (counted up to 1001)."
+    )
     alternatives: list[TaskRef] = Field(description="The next best few, in order.")
 
 

@@ -53,6 +53,13 @@ def _translate(exc: Exception) -> Exception:
     return UpstreamError(f"PostgreSQL error: {exc}")
 
 
+async def _nothing_to_reset(conn: Any) -> None:
+    """Pool connections keep no session state (advisory locks and SET LOCAL end with their
+    transaction; LISTEN has its own connection), so asyncpg's reset query on every release
+    (`SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL`) is a round trip per call
+    for nothing."""
+
+
 class PostgresTx:
     dialect: Dialect = "postgresql"
 
@@ -126,6 +133,7 @@ class PostgresBackend:
                 min_size=1,
                 max_size=max_connections,
                 timeout=10,
+                reset=_nothing_to_reset,
                 server_settings={
                     "search_path": PG_SCHEMA,
                     "application_name": "mcp-tasks",

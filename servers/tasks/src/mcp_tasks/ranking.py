@@ -21,6 +21,8 @@ from typing import Protocol
 
 SOON_DAYS = 2
 ALTERNATIVES = 3
+#: Ready tasks are counted up to this many (the count is for the explanation, not a statistic).
+COUNT_UP_TO = 1000
 
 
 class _Candidate(Protocol):
@@ -77,13 +79,17 @@ def explain(
         reasons.append(due_words)
     text = (
         f"Task {best.id} {best.title!r}: " + "; ".join(reasons) + ". It is open, nothing it depends on is "
-        f"still open, and it has no open subtasks. Chosen from {candidates} ready task(s)"
+        f"still open, and it has no open subtasks. Chosen from {_count(candidates)} ready task(s)"
     )
     if runner_up is not None:
         text += f"; next would be {runner_up.id} {runner_up.title!r} ({runner_up.priority}"
         text += f", {urgency(runner_up.due, today)[1]})" if runner_up.due else ")"
     text += ". Order: overdue, due within 2 days, priority, in progress, unblocks most, due date, oldest."
     return text
+
+
+def _count(candidates: int) -> str:
+    return f"more than {COUNT_UP_TO:,}" if candidates > COUNT_UP_TO else str(candidates)
 
 
 def nothing_ready(marked_blocked: int, waiting: int, parents: int) -> str:

@@ -242,21 +242,23 @@ async def next_task(
     # ranking order from the rank index until enough are found (no sort of all candidates).
     ready = f"{schema.READY} AND list_id IN {in_list(lists)}{extra}"
     wanted = 1 + ranking.ALTERNATIVES
+    sqlite = tx.dialect == "sqlite"  # SQLite's planner would rather scan and sort: name the index
     found = await tx.fetch(
-        f"SELECT id, open_dependents FROM tasks t WHERE {ready} AND due IS NOT NULL AND due <= ?"
+        f"SELECT id, open_dependents FROM tasks t{' INDEXED BY tasks_ready_due' if sqlite else ''}"
+        f" WHERE {ready} AND due IS NOT NULL AND due <= ?"
         f" ORDER BY CASE WHEN due < ? THEN 0 ELSE 1 END, {schema.RANK} LIMIT ?",
         *args, soon.isoformat(), day.isoformat(), wanted,
     )  # fmt: skip
     if len(found) < wanted:
-        hint = " INDEXED BY tasks_ready_rank" if tx.dialect == "sqlite" else ""  # its planner prefers a sort
         found += await tx.fetch(
-            f"SELECT id, open_dependents FROM tasks t{hint} WHERE {ready} AND (due IS NULL OR due > ?)"
+            f"SELECT id, open_dependents FROM tasks t{' INDEXED BY tasks_ready_rank' if sqlite else ''}"
+            f" WHERE {ready} AND (due IS NULL OR due > ?)"
             f" ORDER BY {schema.RANK} LIMIT ?",
             *args, soon.isoformat(), wanted - len(found),
         )  # fmt: skip
-    candidates = (
-        int(await tx.fetchval(f"SELECT count(*) FROM tasks t WHERE {ready}", *args) or 0) if found else 0
-    )
+    # Counted up to a bound, so the cost does not grow with the number of ready tasks.
+    counted = f"SELECT count(*) FROM (SELECT 1 FROM tasks t WHERE {ready} LIMIT ?) AS ready"
+    candidates = int(await tx.fetchval(counted, *args, ranking.COUNT_UP_TO + 1) or 0) if found else 0
     if not found:
         counts = await tx.fetchrow(
             "SELECT sum(CASE WHEN t.status = 'blocked' THEN 1 ELSE 0 END) AS marked,"
