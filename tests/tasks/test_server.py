@@ -276,6 +276,16 @@ async def test_two_users_of_a_tokens_file_never_see_each_others_workspace(
                 assert [t["list"] for t in everything] == ["team-b:inbox"] * len(everything)
                 with pytest.raises(Exception, match=f"no task {secret_id}"):
                     await bob.read_resource(f"tasks://tasks/{secret_id}")
+                visible = {str(r.uri) for r in (await bob.list_resources()).resources}
+                assert (
+                    f"tasks://tasks/{secret_id}" not in visible
+                    and "tasks://lists/team-a:inbox" not in visible
+                )
+                guessed = await bob.complete(
+                    ResourceTemplateReference(type="ref/resource", uri="tasks://tasks/{task_id}"),
+                    {"name": "task_id", "value": secret_id},
+                )
+                assert guessed.completion.values == []
                 with pytest.raises(Exception, match="no task"):
                     async with hearing(bob, era, Notifications(), [f"tasks://tasks/{secret_id}"]):
                         pass

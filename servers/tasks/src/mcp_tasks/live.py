@@ -72,10 +72,18 @@ class TasksLive:
 
     # -- LiveSource: SQLite files ------------------------------------------------------------------
     async def targets(self, uri: str) -> Sequence[WatchTarget]:
+        await self._baseline()
         return self._files
 
     async def list_targets(self) -> Sequence[WatchTarget]:
+        await self._baseline()
         return self._files
+
+    async def _baseline(self) -> None:
+        """When the first client starts listening, changes made before are not news to it."""
+        if self._files and not self.live.subscribed and not self.live.listing_wanted:
+            async with self._lock:
+                self._seen = await self._service.store.latest_change()
 
     async def resolve(self, hits: Hits) -> Changes:
         store = self._service.store
