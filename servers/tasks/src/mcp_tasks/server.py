@@ -91,16 +91,7 @@ def build_server(settings: TasksSettings) -> BatteriesServer:
     service = TasksService(settings)
 
     async def check_subscription(session: Any, uri: str) -> None:
-        parsed = uris.parse(uri)
-        if parsed is None:
-            raise InvalidInput(
-                "subscribable URIs: tasks://list, tasks://lists, tasks://lists/{list}, "
-                "tasks://tasks/{task_id} (each list and task also with /markdown)"
-            )
-        if parsed.kind == "list":
-            await service.store.can_see_list(actor(), parsed.key)
-        elif parsed.kind == "task":
-            await service.store.can_see_task(actor(), parsed.task_id)
+        await service.store.check_readable(actor(), uri)
 
     server = BatteriesServer(
         settings,

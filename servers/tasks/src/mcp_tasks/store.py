@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from mcp_batteries.errors import AccessDenied
+from mcp_batteries.errors import AccessDenied, InvalidInput
 
-from mcp_tasks import reads, validate, writes
+from mcp_tasks import reads, uris, validate, writes
 from mcp_tasks import rows as R
 from mcp_tasks.access import Actor
 from mcp_tasks.backend import Backend, Tx
@@ -288,6 +288,19 @@ class TaskStore:
     ) -> tuple[list[reads.HistoryEntry], bool]:
         since_iso = validate.since(since)
         return await self._read(lambda tx: reads.history(tx, actor, since_iso, list_ref))
+
+    async def check_readable(self, actor: Actor, uri: str) -> None:
+        """Raises unless `uri` is one of our resources and the actor may read it (subscriptions)."""
+        parsed = uris.parse(uri)
+        if parsed is None:
+            raise InvalidInput(
+                "subscribable URIs: tasks://list, tasks://lists, tasks://lists/{list}, "
+                "tasks://tasks/{task_id} (each list and task also with /markdown)"
+            )
+        if parsed.kind == "list":
+            await self.can_see_list(actor, parsed.key)
+        elif parsed.kind == "task":
+            await self.can_see_task(actor, parsed.task_id)
 
     async def can_see_list(self, actor: Actor, list_ref: str) -> None:
         """Raises NotFound unless the actor may read the list (subscription checks)."""
