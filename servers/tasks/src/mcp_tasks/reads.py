@@ -78,6 +78,9 @@ def _statuses(values: Sequence[str]) -> list[str]:
 async def _where(tx: Tx, actor: Actor, f: Filters) -> tuple[str, list[Any]]:
     scope, args = await _scope(tx, actor, f.list_ref)
     parts = [scope]
+    if f.list_ref is not None and str(f.list_ref).strip():
+        parts.append("t.list_id = ?")  # lets the planners use the (list_id, ...) indexes directly
+        args.append(args[0])
     if f.status:
         statuses = _statuses(f.status)
         parts.append(f"t.status IN {in_list(statuses)}")
@@ -126,10 +129,9 @@ async def list_tasks(
         or 0
     )
     if sort == "tree":
-        # tree_key (see schema.refresh_tree_keys) orders a list as a tree; within one list the
-        # index (list_id, tree_key) serves the page without sorting.
-        single = f.list_ref is not None and str(f.list_ref).strip() != ""
-        order = "t.tree_key, t.id" if single else "l.workspace, l.name, t.tree_key, t.id"
+        # tree_key (see schema.refresh_tree_keys) orders a list as a tree: lists in name order, each
+        # read in order from the index (list_id, tree_key), so no page needs a sort.
+        order = "l.workspace, l.name, t.tree_key, t.id"
     else:
         order = _ORDERS[sort]
     page = [

@@ -122,6 +122,10 @@ READINESS = (
 PAD = 15
 
 
+def _postgres_only(sql: str) -> dict[Dialect, str]:
+    return {"postgresql": sql}
+
+
 def pad(dialect: Dialect, column: str) -> str:
     """`column` (a non-negative integer) as fixed-width text, so that keys sort as numbers do."""
     if dialect == "sqlite":
@@ -161,6 +165,13 @@ _V3: list[str | dict[Dialect, str]] = [
     f"CREATE INDEX tasks_ready_rank ON tasks ({RANK_INDEX}) WHERE {READY}",
     # Tree order as a materialised key, so list_tasks pages a list in tree order from an index.
     "ALTER TABLE tasks ADD COLUMN tree_key TEXT NOT NULL DEFAULT ''",
+    # Keys, dates and times are ASCII and compare as bytes: PostgreSQL's "C" collation instead of
+    # the database's (strcoll per comparison made sorting 10,000 tree keys several times slower).
+    # SQLite compares bytes already.
+    *(
+        _postgres_only(f'ALTER TABLE tasks ALTER COLUMN {column} TYPE TEXT COLLATE "C"')
+        for column in ("tree_key", "due", "created_at", "updated_at")
+    ),
     {d: refresh_tree_keys(d, "t.parent_id IS NULL") for d in ("sqlite", "postgresql")},
     "CREATE INDEX tasks_tree ON tasks (list_id, tree_key)",
 ]
@@ -171,7 +182,11 @@ LATEST = len(MIGRATIONS)
 
 
 def statements(dialect: Dialect, step: int) -> list[str]:
-    chosen = [sql[dialect] if isinstance(sql, dict) else sql for sql in MIGRATIONS[step]]
+    chosen = [
+        sql if isinstance(sql, str) else sql[dialect]
+        for sql in MIGRATIONS[step]
+        if isinstance(sql, str) or dialect in sql  # a dict without this engine: nothing to do on it
+    ]
     return [
         sql.format(**_TYPES[dialect]) if "{id}" in sql or "{ref}" in sql or "{big}" in sql else sql
         for sql in chosen
