@@ -33,6 +33,9 @@ MAX_SUBTASKS_SHOWN = 200
 LIST_ORDER = "l.workspace <> 'default', l.workspace, l.name"
 _PRIORITY_ORDER = "CASE t.priority WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END"
 _ORDERS: dict[str, str] = {
+    # tree_key (see schema.refresh_tree_keys) orders a list as a tree: lists in name order, each
+    # read in order from the index (list_id, tree_key), so no page needs a sort.
+    "tree": "l.workspace, l.name, t.tree_key, t.id",
     "priority": f"{_PRIORITY_ORDER}, t.due IS NULL, t.due, t.id",
     "due": f"t.due IS NULL, t.due, {_PRIORITY_ORDER}, t.id",
     "created": "t.id",
@@ -128,12 +131,7 @@ async def list_tasks(
         )
         or 0
     )
-    if sort == "tree":
-        # tree_key (see schema.refresh_tree_keys) orders a list as a tree: lists in name order, each
-        # read in order from the index (list_id, tree_key), so no page needs a sort.
-        order = "l.workspace, l.name, t.tree_key, t.id"
-    else:
-        order = _ORDERS[sort]
+    order = _ORDERS[sort]
     page = [
         R.task_row(r)
         for r in await tx.fetch(
