@@ -299,3 +299,19 @@ async def test_a_closed_store_keeps_and_replays_nothing() -> None:
 
 async def _ignore(message: EventMessage) -> None:
     raise AssertionError("nothing should be replayed")
+
+
+async def test_sessions_are_capped_and_room_returns_when_one_ends() -> None:
+    async with blob_server(max_sessions=2) as (url, _app, http):
+        first = await RawSession(http, url).open()
+        await RawSession(http, url).open()
+        params = {
+            "protocolVersion": PROTOCOL,
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+        refused = await http.post(url, json=body, headers=ACCEPT)
+        assert refused.status_code == 503
+        assert await first.delete() == 200
+        await RawSession(http, url).open()

@@ -72,13 +72,18 @@ class HttpApp:
     startup_error: ConfigError | None = None
     #: The connections being served (set by `serve_http`).
     connections: ConnectionTable | None = None
+    _web: uvicorn.Server | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "lifespan":
             await self.asgi(scope, receive, send)
             return
 
+        started = False
+
         async def send_without_traceback(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "lifespan.startup.complete"
             # Starlette reports a failed start with the whole traceback, which uvicorn logs.
             if message["type"] == "lifespan.startup.failed":
                 message = {"type": "lifespan.startup.failed", "message": ""}
@@ -86,12 +91,18 @@ class HttpApp:
 
         try:
             await self.asgi(scope, receive, send_without_traceback)
-        except BaseException as exc:
+        except Exception as exc:
             mistake = _config_error_in(exc)
-            if mistake is None:
-                logger.error("the server could not start", exc_info=exc)
+            if started or mistake is None:
+                if not started:
+                    logger.error("the server could not start", exc_info=exc)
                 raise
             self.startup_error = mistake
+
+    def stop(self) -> None:
+        """Ask the running server to drain and stop, as SIGTERM does."""
+        if self._web is not None:
+            self._web.should_exit = True
 
     @property
     def open_sessions(self) -> int:
@@ -294,7 +305,7 @@ async def serve_http(
         timeout_keep_alive=keep_alive_for_uvicorn(limits),
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
     )
-    web = uvicorn.Server(config)
+    web = app._web = uvicorn.Server(config)
 
     def not_after_a_reported_mistake(record: logging.LogRecord) -> bool:
         # The mistake itself is the one line the person sees (see HttpApp.startup_error).

@@ -220,4 +220,5 @@ async def serve_http_in_process(
         try:
             yield f"http://127.0.0.1:{ports[0]}{server.settings.path}", app
         finally:
-            tg.cancel_scope.cancel()
+            app.stop()  # drain and stop as on SIGTERM; cancel only if that takes too long
+            tg.cancel_scope.deadline = anyio.current_time() + TIMEOUT_S
