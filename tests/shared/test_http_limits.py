@@ -166,3 +166,27 @@ async def test_under_a_low_open_file_limit_1100_idle_connections_neither_block_n
     log = "\n".join(running.stderr_lines)
     assert "Too many open files" not in log and "out of system resource" not in log
     assert len(running.stderr_lines) < 10, log
+
+
+def test_accept_failures_are_logged_once_a_minute_not_once_an_attempt(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import asyncio
+    import errno
+
+    from mcp_batteries.http_limits import log_accept_errors_sparingly
+
+    loop = asyncio.new_event_loop()
+    try:
+        log_accept_errors_sparingly(loop)
+        failure = OSError(errno.EMFILE, "Too many open files")
+        with caplog.at_level("INFO"):
+            for _ in range(2048):  # what asyncio does per attempt when accept() fails
+                loop.call_exception_handler(
+                    {"message": "socket.accept() out of system resource", "exception": failure}
+                )
+    finally:
+        loop.close()
+    lines = [record.getMessage() for record in caplog.records]
+    assert len(lines) == 1
+    assert "Too many open files" in lines[0] and "ulimit -n" in lines[0] and "--max-connections" in lines[0]

@@ -54,7 +54,7 @@ logger = logging.getLogger(__name__)
 SSE_RETRY_MS = 1000
 #: After SIGTERM, how long requests still being answered (and open event streams) get.
 GRACEFUL_SHUTDOWN_S = 5
-WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "", "*"})
 
 
 @dataclass
