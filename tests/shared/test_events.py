@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -17,7 +18,7 @@ from mcp_batteries.app import BatteriesServer
 from mcp_batteries.events import EventStores
 from mcp_batteries.identity import Caller, access_token_for
 from mcp_batteries.settings import ServerSettings
-from mcp_batteries.testing import serve_http_in_process
+from mcp_batteries.testing import http_server, serve_http_in_process
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 pytestmark = pytest.mark.anyio
@@ -315,3 +316,31 @@ async def test_sessions_are_capped_and_room_returns_when_one_ends() -> None:
         assert refused.status_code == 503
         assert await first.delete() == 200
         await RawSession(http, url).open()
+
+
+async def test_two_users_of_a_tokens_file_cannot_replay_each_others_results(tmp_path: Path) -> None:
+    """The same isolation through a real console script and real authentication (--tokens-file)."""
+    alice_token, bob_token = "alice-token-0123456789", "bob-token-0123456789"
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(
+        f'[[tokens]]\nuser = "alice"\ntoken = "{alice_token}"\n\n'
+        f'[[tokens]]\nuser = "bob"\ntoken = "{bob_token}"\n'
+    )
+    root = tmp_path / "files"
+    root.mkdir()
+    (root / "secret.txt").write_text("SECRET of alice\n")
+    args = (str(root), "--tokens-file", str(tokens))
+    async with (
+        http_server("mcp-batteries-filesystem", *args) as running,
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        alice = await RawSession(http, running.url, token=alice_token).open()
+        bob = await RawSession(http, running.url, token=bob_token).open()
+        priming, _ = result_event(await alice.call("read_text_file", path="secret.txt"))
+        status, stolen = await bob.resume(priming)
+        assert status == 200 and "SECRET" not in stolen
+        bob.headers["Mcp-Session-Id"] = alice.session_id
+        status, stolen = await bob.resume(priming)
+        assert status == 404 and "SECRET" not in stolen
+        status, own = await alice.resume(priming, wanted=1)
+        assert "SECRET of alice" in own

@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_batteries import sdk
-from mcp_batteries.auth import TOKEN_ENV, BearerTokenMiddleware, load_token
+from mcp_batteries.auth import authenticate
 from mcp_batteries.errors import ConfigError
 from mcp_batteries.events import EventStores
 from mcp_batteries.hosts import HostGuard, parse_host
@@ -110,14 +110,8 @@ class HttpApp:
 
 
 def build_http_app(server: BatteriesServer) -> HttpApp:
-    """The ASGI app for `server`: MCP at `settings.path`, `/healthz`, auth when a token is set."""
+    """The ASGI app for `server`: MCP at `settings.path`, `/healthz`, auth when configured."""
     s = server.settings
-    token = load_token(s.auth_token_file)
-    if token is None and not s.is_loopback and not s.insecure_no_auth:
-        raise ConfigError(
-            f"refusing to serve {s.host} without authentication: set {TOKEN_ENV} or --auth-token-file, "
-            "or pass --insecure-no-auth if a proxy in front authenticates"
-        )
 
     async def healthz(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "server": server.mcp.name, "version": server.mcp.version})
@@ -140,12 +134,13 @@ def build_http_app(server: BatteriesServer) -> HttpApp:
     if not s.stateless:
         events = EventStores()
         sdk.use_session_event_stores(server.mcp.session_manager, events)
-    if token is not None:
-        app = BearerTokenMiddleware(app, token)
+    # Authentication (mcp_batteries.auth): static token, tokens file and/or OAuth; refuses a
+    # non-loopback bind without any of them.
+    authenticated = authenticate(app, s, resource_path=s.path, writing_tools=server.writing_tools)
     # Outermost: a request for a foreign Host or Origin is refused before anything else runs.
     # A malformed --allowed-hosts/--allowed-origins entry is a ConfigError here.
-    guard = HostGuard(app, allowed_hosts=s.allowed_hosts, allowed_origins=s.allowed_origins)
-    return HttpApp(server, guard, events, guard, authenticated=token is not None)
+    guard = HostGuard(authenticated, allowed_hosts=s.allowed_hosts, allowed_origins=s.allowed_origins)
+    return HttpApp(server, guard, events, guard, authenticated=authenticated is not app)
 
 
 def _config_error_in(exc: BaseException) -> ConfigError | None:
@@ -250,7 +245,7 @@ def http_banner(app: HttpApp, port: int) -> str:
     server, s = app.server, app.server.settings
     base = f"http://{_local_host(s.host)}:{port}"
     mode = "stateless" if s.stateless else "stateful sessions"
-    auth = "bearer token required" if app.authenticated else "no authentication"
+    auth = "authentication required" if app.authenticated else "no authentication"
     lines = [
         f"{server.mcp.name} {server.mcp.version}: MCP over Streamable HTTP at {base}{s.path} "
         f"({mode}, {auth}); health check at {base}/healthz. Ctrl-C stops it."

@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from mcp.server import MCPServer, NotificationOptions, Server, ServerRequestContext
+from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import (
     AuthenticatedUser,
     AuthorizationContext,
@@ -29,10 +30,12 @@ from starlette.types import Receive, Scope, Send
 from mcp_batteries.events import Owner
 
 __all__ = [
+    "AuthenticatedUser",
     "Connection",
     "add_notification_handler",
     "add_request_handler",
     "advertise_legacy_list_changed",
+    "auth_context_var",
     "connection_of",
     "lowlevel_server",
     "open_sessions",
@@ -40,6 +43,13 @@ __all__ = [
     "set_tool_input_schema",
     "use_session_event_stores",
 ]
+
+
+#: `AuthenticatedUser` in `scope["user"]` is what binds a stateful HTTP session to its credential
+#: (the session manager compares `authorization_context(user)` on every request), and
+#: `auth_context_var` is what the SDK snapshots with each message and restores around the
+#: handler, so `get_access_token()` answers inside tools. Both are public names in modules the
+#: SDK documents only by example; `tests/shared/test_auth_http.py` pins the behaviour.
 
 
 def lowlevel_server(server: MCPServer[Any]) -> Server[Any]:
