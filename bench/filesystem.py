@@ -14,11 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
+import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: import the harness beside it
 
@@ -187,6 +191,13 @@ def workloads(p: dict[str, str], grep_args: dict[str, object]) -> list[Workload]
             quick_repeat=3,
         ),
         tool(
+            "read_text_file first page (head 2000), big file",
+            "read_text_file",
+            {"path": p["big"], "head": 2000},
+            repeat=20,
+            quick_repeat=3,
+        ),
+        tool(
             "read_text_file tail 100, big file",
             "read_text_file",
             {"path": p["big"], "tail": 100},
@@ -261,6 +272,124 @@ def build(args: argparse.Namespace) -> Suite:
     )
 
 
+# --------------------------------------------------------------------------------------------------
+# Through the SDK client (issue 10): the official `ClientSession`, as agent frameworks use it, over a
+# stdio transport with a linear line reader (the SDK's own reader re-joins its buffer per chunk).
+
+
+@asynccontextmanager
+async def linear_stdio(argv: list[str], env: dict[str, str]) -> AsyncIterator[tuple[Any, Any]]:
+    """`(read_stream, write_stream)` for `ClientSession`, reading the server's stdout linearly."""
+    import anyio
+    from mcp import types
+    from mcp.shared.message import SessionMessage
+
+    process = await anyio.open_process(argv, env=env, stderr=subprocess.DEVNULL)
+    read_writer, read_stream = anyio.create_memory_object_stream[Any](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[Any](0)
+
+    async def reader() -> None:
+        assert process.stdout is not None
+        pending: list[bytes] = []
+        async with read_writer:
+            async for chunk in process.stdout:
+                start = 0
+                while (end := chunk.find(b"\n", start)) >= 0:
+                    line = b"".join([*pending, chunk[start:end]])
+                    pending.clear()
+                    start = end + 1
+                    await read_writer.send(
+                        SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+                    )
+                if start < len(chunk):
+                    pending.append(chunk[start:])
+
+    async def writer() -> None:
+        assert process.stdin is not None
+        async with write_reader:
+            async for message in write_reader:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                await process.stdin.send(data.encode())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader)
+        tg.start_soon(writer)
+        try:
+            yield read_stream, write_stream
+        finally:
+            process.terminate()
+            with anyio.CancelScope(shield=True):
+                await process.wait()
+            tg.cancel_scope.cancel()
+
+
+SDK_WORKLOADS: list[tuple[str, str, Callable[[dict[str, str]], dict[str, Any]], int]] = [
+    ("get_file_info", "get_file_info", lambda p: {"path": p["info"]}, 200),
+    (
+        "read_multiple_files x100",
+        "read_multiple_files",
+        lambda p: {"paths": sorted(str(x) for x in Path(p["small"]).iterdir())},
+        50,
+    ),
+    (
+        "first page of the big file (head 2000)",
+        "read_text_file",
+        lambda p: {"path": p["big"], "head": 2000},
+        50,
+    ),
+    ("read_text_file small file", "read_text_file", lambda p: {"path": p["info"]}, 200),
+]
+
+
+async def sdk_run(argv: list[str], p: dict[str, str], repeat: int | None) -> dict[str, list[float]]:
+    """Median-ready timings of each SDK workload through one `ClientSession` (legacy handshake)."""
+    from mcp import ClientSession
+
+    from harness import server_environment
+
+    timings: dict[str, list[float]] = {}
+    async with (
+        linear_stdio(argv, server_environment(None)) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        for name, tool_name, arguments, count in SDK_WORKLOADS:
+            args = arguments(p)
+            for _ in range(3):  # warm-up: caches, first-call imports
+                await session.call_tool(tool_name, args)
+            times = []
+            for _ in range(repeat or count):
+                t0 = time.perf_counter()
+                result = await session.call_tool(tool_name, args)
+                times.append(time.perf_counter() - t0)
+                if result.is_error:
+                    raise RuntimeError(f"{name}: {result.content}")
+            timings[name] = times
+    return timings
+
+
+def sdk_main(args: argparse.Namespace) -> None:
+    import anyio
+
+    shape = QUICK if args.quick else FULL
+    p = ensure_data(BENCH_DIR / ".work" / ("fs-quick" if args.quick else "fs"), shape)
+    ours = [*args.ours_cmd.split(), p["root"]]
+    anchor = ["node", REFERENCE_ENTRY, p["root"]]
+    rounds: dict[str, dict[str, list[float]]] = {"ours": {}, "anchor": {}}
+    for r in range(args.sdk_rounds):  # alternate the servers so drift hits both
+        order = [("ours", ours), ("anchor", anchor)] if r % 2 == 0 else [("anchor", anchor), ("ours", ours)]
+        for label, argv in order:
+            got = anyio.run(sdk_run, argv, p, args.repeat)
+            for name, times in got.items():
+                rounds[label].setdefault(name, []).extend(times)
+    print(f"through the SDK ClientSession (linear stdio reader), {args.sdk_rounds} rounds, medians")
+    print(f"{'workload':42} {'ours ms':>9} {'ref ms':>9} {'ratio':>7}")
+    for name, *_ in SDK_WORKLOADS:
+        a = statistics.median(rounds["ours"][name]) * 1000
+        b = statistics.median(rounds["anchor"][name]) * 1000
+        print(f"{name:42} {a:9.2f} {b:9.2f} {a / b:7.2f}")
+
+
 def main() -> None:
     parser = arg_parser(__doc__.splitlines()[0] if __doc__ else "filesystem benchmark")
     parser.add_argument(
@@ -273,6 +402,17 @@ def main() -> None:
         "--grep-args", help='JSON arguments for our grep tool (default: {"path": TREE, "pattern": ...})'
     )
     parser.add_argument("--no-floor", action="store_true", help="skip the bare-MCPServer cold-start floor")
+    parser.add_argument(
+        "--sdk",
+        action="store_true",
+        help="measure small reads through the SDK ClientSession instead (issue 10)",
+    )
+    parser.add_argument(
+        "--sdk-rounds", type=int, default=4, help="with --sdk: rounds per server (alternating)"
+    )
+    if "--sdk" in sys.argv:
+        sdk_main(parser.parse_args())
+        return
     run_cli(build, parser)
 
 

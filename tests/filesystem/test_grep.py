@@ -4,9 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from typing import Any
+
 import pytest
-from mcp_batteries.errors import InvalidInput, NotFound
-from mcp_filesystem.grep import MAX_LINE_CHARS, grep
+from mcp_batteries.errors import AccessDenied, InvalidInput, NotFound
+from mcp_batteries.paths import AllowedDirectories
+from mcp_filesystem import grep as grep_module
+from mcp_filesystem.grep import MAX_LINE_CHARS, GrepResult
+
+# These tests are about searching: every directory is allowed. Containment is tested in
+# test_escapes.py through the same entry point.
+EVERYWHERE = AllowedDirectories(["/"])
+
+
+def grep(path: Path, pattern: str, **kwargs: Any) -> GrepResult:
+    return grep_module.grep(EVERYWHERE, str(path), pattern, **kwargs)
 
 
 def _make(root: Path, files: dict[str, str | bytes]) -> None:
@@ -51,7 +63,7 @@ def test_grep_one_hit_per_line_even_with_many_occurrences(tmp_path: Path) -> Non
 
 
 def test_grep_invalid_regex_is_invalid_input_with_re_message(tmp_path: Path) -> None:
-    with pytest.raises(InvalidInput, match=r"missing \), unterminated subpattern"):
+    with pytest.raises(InvalidInput, match=r"Invalid regular expression .*missing \)"):
         grep(tmp_path, "(oops", is_regex=True)
 
 
@@ -142,7 +154,7 @@ def test_grep_handles_crlf_and_non_utf8(tmp_path: Path) -> None:
     _make(tmp_path, {"w.txt": b"one\r\ntwo needle\r\n", "l.txt": b"caf\xe9 needle\n"})
     result = grep(tmp_path, "needle")
     assert [(m.file, m.line, m.text) for m in result.matches] == [
-        ("l.txt", 1, "caf\ufffd needle"),
+        ("l.txt", 1, "café needle"),  # not UTF-8: read as windows-1252, like read_text_file
         ("w.txt", 2, "two needle"),
     ]
 
@@ -163,8 +175,8 @@ def test_grep_never_follows_symlinks(tmp_path: Path) -> None:
     (tmp_path / "root" / "filelink.txt").symlink_to(tmp_path / "outside" / "secret.txt")
     result = grep(tmp_path / "root", "needle")
     assert [m.file for m in result.matches] == ["ok.txt"]
-    with pytest.raises(NotFound):
-        grep(tmp_path / "root" / "filelink.txt", "needle")
+    with pytest.raises(AccessDenied):
+        grep_module.grep(AllowedDirectories([tmp_path / "root"]), "filelink.txt", "needle")
 
 
 def test_grep_single_file_path(tmp_path: Path) -> None:

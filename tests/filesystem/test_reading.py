@@ -139,11 +139,26 @@ def test_overlong_line_is_cut_and_reported(allowed: AllowedDirectories, root: Pa
     assert "line(s) 2 were longer than the byte cap" in (page.notice or "")
 
 
-def test_invalid_utf8_is_replaced_and_reported(allowed: AllowedDirectories, root: Path) -> None:
-    (root / "latin1.txt").write_bytes(b"caf\xe9\n")
-    page = read_text_file(allowed, "latin1.txt")
-    assert page.text == "caf\ufffd\n"
-    assert "not valid UTF-8" in (page.notice or "")
+def test_non_utf8_is_read_as_windows_1252_reversibly_and_reported(
+    allowed: AllowedDirectories, root: Path
+) -> None:
+    every_byte = bytes(b for b in range(1, 256) if b != 0x0A)  # no NUL (binary), no newline
+    (root / "legacy.txt").write_bytes(b"caf\xe9\n" + every_byte + b"\n")
+    page = read_text_file(allowed, "legacy.txt")
+    assert page.text.startswith("café\n") and page.encoding == "windows-1252"
+    assert page.text.encode("cp1252", "mcp-filesystem-whatwg-1252") == b"caf\xe9\n" + every_byte + b"\n"
+    assert "not valid UTF-8" in (page.notice or "") and "windows-1252" in (page.notice or "")
+    # The streaming paths (paging, tail) say the same.
+    assert read_text_file(allowed, "legacy.txt", offset=2, limit=1).encoding == "windows-1252"
+    assert read_text_file(allowed, "legacy.txt", tail=2).encoding == "windows-1252"
+
+
+def test_a_line_cut_by_the_byte_cap_is_cut_between_characters(allowed: AllowedDirectories, root: Path) -> None:
+    (root / "wide.txt").write_text("é" * 100 + "\n")
+    page = read_text_file(allowed, "wide.txt", offset=1, limit=1, max_bytes=51)  # 25.5 characters
+    assert page.encoding == "utf-8" and page.text.rstrip("\n") == "é" * 25
+    tail = read_text_file(allowed, "wide.txt", tail=1, max_bytes=51)
+    assert tail.encoding == "utf-8" and set(tail.text.rstrip("\n")) == {"é"}
 
 
 def test_binary_file_is_refused_with_media_advice(allowed: AllowedDirectories, root: Path) -> None:

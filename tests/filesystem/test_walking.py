@@ -5,18 +5,35 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp_batteries.errors import InvalidInput, NotFound
+from mcp_batteries.paths import AllowedDirectories
+from mcp_filesystem import walking
 from mcp_filesystem.patterns import ExcludeMatcher, compile_glob, expand_braces, gitignored, parse_gitignore
 from mcp_filesystem.walker import Walker
-from mcp_filesystem.walking import (
-    directory_tree,
-    format_size,
-    list_directory,
-    list_directory_with_sizes,
-    search_files,
-)
+from mcp_filesystem.walking import Listing, SearchResult, TreeResult, format_size
+
+# These tests are about listing semantics: every directory is allowed. Containment has its own
+# tests (test_escapes.py), through the same entry points.
+EVERYWHERE = AllowedDirectories(["/"])
+
+
+def list_directory(path: Path, *args: Any, **kwargs: Any) -> Listing:
+    return walking.list_directory(EVERYWHERE, str(path), *args, **kwargs)
+
+
+def list_directory_with_sizes(path: Path, *args: Any, **kwargs: Any) -> Listing:
+    return walking.list_directory_with_sizes(EVERYWHERE, str(path), *args, **kwargs)
+
+
+def directory_tree(path: Path, *args: Any, **kwargs: Any) -> TreeResult:
+    return walking.directory_tree(EVERYWHERE, str(path), *args, **kwargs)
+
+
+def search_files(path: Path, *args: Any, **kwargs: Any) -> SearchResult:
+    return walking.search_files(EVERYWHERE, str(path), *args, **kwargs)
 
 
 def _make(root: Path, files: dict[str, str]) -> None:
@@ -311,7 +328,7 @@ def test_walk_reports_progress_every_500_entries(tmp_path: Path) -> None:
 
 def test_walker_visit_limit_stops_walk(tmp_path: Path) -> None:
     _make(tmp_path, {f"f{i}": "" for i in range(20)})
-    walker = Walker.create(tmp_path, max_visited=5)
+    walker = Walker.open(EVERYWHERE, tmp_path, max_visited=5)
     assert len(list(walker.walk())) == 5
     assert walker.hit_visit_limit
 

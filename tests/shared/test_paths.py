@@ -192,7 +192,7 @@ def test_non_utf8_name_resolves_and_displays(allowed: AllowedDirectories, root: 
     name = os.fsdecode(b"caf\xe9.txt")
     real = resolve_path(name, allowed)
     assert os.fsencode(real) == raw
-    assert display_path(real).endswith("caf\\xe9.txt")
+    assert display_path(real).endswith('caf\\351.txt"')  # names.quote_path's form
 
 
 def test_tilde_expands_to_home_when_home_is_allowed(

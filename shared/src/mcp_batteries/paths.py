@@ -20,7 +20,7 @@ Path rules (documented for tool descriptions):
 * Symlinks inside the allowed tree that point inside keep working; anything whose real
   location is outside is refused, including dangling links whose target would be outside.
 * Non-UTF-8 names arrive as `surrogateescape` strings and work; `display_path` renders them
-  printable for messages.
+  in the one reversible form of `mcp_batteries.names` (git-style quoting) for messages.
 
 What this cannot see: hard links to outside files and bind mounts inside an allowed directory
 look like ordinary in-tree files. Those are the operator's choice of what to allow.
@@ -46,6 +46,7 @@ from mcp_batteries.errors import (
     NotFound,
     UpstreamError,
 )
+from mcp_batteries.names import quote_path
 
 __all__ = [
     "NAME_MAX",
@@ -76,9 +77,10 @@ _FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "
 
 
 def display_path(path: str | os.PathLike[str]) -> str:
-    """Render a path for messages: undecodable bytes become `\\xNN` instead of lone surrogates
-    (which would break the JSON encoder further up)."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
+    """Render a path for messages in the one reversible form (`names.quote_path`): as it is when
+    it is clean text, else git-style quoted, so undecodable bytes and control characters neither
+    break the JSON encoder further up nor deceive the reader, and the form can be sent back."""
+    return quote_path(path)
 
 
 def _is_within(path: Path, root: Path) -> bool:
@@ -211,7 +213,7 @@ def _check_lengths(path: str) -> None:
     for component in encoded.split(b"/"):
         if len(component) > NAME_MAX:
             raise InvalidInput(
-                f"path component {component[:40].decode('utf-8', 'backslashreplace')}... is "
+                f"path component {display_path(os.fsdecode(component[:40]))}... is "
                 f"{len(component)} bytes long; the limit is {NAME_MAX} bytes per name (NAME_MAX)"
             )
 
