@@ -259,7 +259,9 @@ def test_edit_file_edits_non_utf8_as_windows_1252_and_keeps_other_bytes(tmp_path
     target = root / "legacy.txt"
     original = b"caf\xe9 \x93quoted\x94\nkeep \x81\x8d\xff\nchange me\n"
     target.write_bytes(original)
-    text = edit_file_in(AllowedDirectories([root]), "legacy.txt", [{"oldText": "change me", "newText": "déjà"}])
+    text = edit_file_in(
+        AllowedDirectories([root]), "legacy.txt", [{"oldText": "change me", "newText": "déjà"}]
+    )
     assert "windows-1252" in text and "+déjà" in text
     assert target.read_bytes() == original.replace(b"change me", b"d\xe9j\xe0")
 
@@ -270,7 +272,7 @@ def test_edit_file_refuses_characters_windows_1252_cannot_hold(tmp_path: Path) -
 
     root = tmp_path.resolve()
     (root / "legacy.txt").write_bytes(b"caf\xe9\n")
-    with pytest.raises(InvalidInput, match="windows-1252.*cannot hold"):
+    with pytest.raises(InvalidInput, match=r"windows-1252.*cannot hold"):
         edit_file_in(AllowedDirectories([root]), "legacy.txt", [{"oldText": "caf", "newText": "→"}])
     assert (root / "legacy.txt").read_bytes() == b"caf\xe9\n"
 

@@ -153,7 +153,9 @@ def test_non_utf8_is_read_as_windows_1252_reversibly_and_reported(
     assert read_text_file(allowed, "legacy.txt", tail=2).encoding == "windows-1252"
 
 
-def test_a_line_cut_by_the_byte_cap_is_cut_between_characters(allowed: AllowedDirectories, root: Path) -> None:
+def test_a_line_cut_by_the_byte_cap_is_cut_between_characters(
+    allowed: AllowedDirectories, root: Path
+) -> None:
     (root / "wide.txt").write_text("é" * 100 + "\n")
     page = read_text_file(allowed, "wide.txt", offset=1, limit=1, max_bytes=51)  # 25.5 characters
     assert page.encoding == "utf-8" and page.text.rstrip("\n") == "é" * 25

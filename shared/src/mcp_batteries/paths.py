@@ -219,6 +219,11 @@ def _check_lengths(path: str) -> None:
 
 
 def _denied(user_path: str, allowed: AllowedDirectories, why: str = "is outside") -> AccessDenied:
+    if not allowed.roots:
+        return AccessDenied(
+            f"Access denied: {display_path(user_path)}: there are no allowed directories (none are "
+            "configured, or the client's roots overlap none of them)"
+        )
     return AccessDenied(f"Access denied: {display_path(user_path)} {why} the {allowed.describe()}")
 
 

@@ -79,8 +79,10 @@ async def run_cancellable(work: Callable[[CancelToken], T]) -> T:
                     failure = exc
         finally:
             group.cancel_scope.cancel()
+    if token.cancelled:
+        # The caller was cancelled: deliver that, whatever the work ended with (it may have
+        # finished its last unit, or failed in it, before it saw the token).
+        await anyio.lowlevel.checkpoint()
     if failure is not None:
-        if isinstance(failure, Cancelled):
-            await anyio.lowlevel.checkpoint()  # delivers the caller's cancellation
         raise failure
     return result
