@@ -57,6 +57,7 @@ __all__ = [
     "open_dir_fd",
     "open_for_read",
     "open_parent_dir",
+    "open_path_for_read",
     "resolve_path",
     "stat_within",
     "symlink_target_within",
@@ -240,6 +241,30 @@ def _realpath(path: str, user_path: str) -> Path:
     ) from None
 
 
+def _absolute(user_path: str, allowed: AllowedDirectories) -> str:
+    """The checks every user path gets before any lookup, and its absolute (not yet resolved)
+    form: relative paths are taken from the first allowed directory."""
+    if not isinstance(user_path, str):
+        raise InvalidInput(f"path must be a string, got {type(user_path).__name__}")
+    if "\x00" in user_path:
+        raise InvalidInput("path contains a NUL byte")
+    path = user_path
+    if path[:5].lower() == "file:":
+        path = file_uri_to_path(path)
+        if "\x00" in path:
+            raise InvalidInput("path contains a NUL byte")
+    if path == "":
+        raise InvalidInput("path is empty; use '.' for the first allowed directory")
+    _check_lengths(path)
+    if not allowed.roots:
+        raise _denied(user_path, allowed)
+    if path == "~" or path.startswith("~/"):
+        path = os.path.expanduser(path)  # `~user` deliberately stays literal (module docstring)
+    if not os.path.isabs(path):
+        path = os.path.join(allowed.roots[0], path)
+    return path
+
+
 def resolve_path(
     user_path: str,
     allowed: AllowedDirectories,
@@ -259,24 +284,7 @@ def resolve_path(
     on a link itself (delete, move, info). `allow_root_itself=False` refuses an allowed
     directory itself (deleting or moving a root).
     """
-    if not isinstance(user_path, str):
-        raise InvalidInput(f"path must be a string, got {type(user_path).__name__}")
-    if "\x00" in user_path:
-        raise InvalidInput("path contains a NUL byte")
-    path = user_path
-    if path[:5].lower() == "file:":
-        path = file_uri_to_path(path)
-        if "\x00" in path:
-            raise InvalidInput("path contains a NUL byte")
-    if path == "":
-        raise InvalidInput("path is empty; use '.' for the first allowed directory")
-    _check_lengths(path)
-    if not allowed.roots:
-        raise _denied(user_path, allowed)
-    if path == "~" or path.startswith("~/"):
-        path = os.path.expanduser(path)  # `~user` deliberately stays literal (module docstring)
-    if not os.path.isabs(path):
-        path = os.path.join(allowed.roots[0], path)
+    path = _absolute(user_path, allowed)
 
     # realpath applies the kernel's rule for `..` (after resolving symlinks), and for missing
     # components resolves the deepest existing ancestor and appends the rest lexically.
@@ -467,6 +475,27 @@ def open_for_read(path: Path, allowed: AllowedDirectories) -> int:
     except BaseException:
         os.close(fd)
         raise
+
+
+def open_path_for_read(user_path: str, allowed: AllowedDirectories) -> tuple[int, Path]:
+    """`resolve_path` then `open_for_read` in one step: `(fd, real path)`, same checks, same errors.
+
+    The common case costs no `realpath` (one `lstat` per component): a path that is already
+    absolute-and-normal inside an allowed directory (no `.`, `..`, `//`, trailing `/`) is opened
+    directly, component by component with O_NOFOLLOW, which succeeds only if no component is a
+    symbolic link, so the path is its own real path. Anything else (a symlink on the way, a
+    missing file, a `..`) takes the full `resolve_path` route and gets its exact answer."""
+    path = _absolute(user_path, allowed)
+    if os.path.normpath(path) == path:
+        candidate = Path(path)
+        root = allowed.root_for(candidate)
+        if root is not None and candidate != root:
+            try:
+                return open_for_read(candidate, allowed), candidate
+            except BatteriesError:
+                pass  # decided below, with the message resolve_path gives
+    real = resolve_path(user_path, allowed, must_exist=False)
+    return open_for_read(real, allowed), real
 
 
 def symlink_target_within(path: Path, allowed: AllowedDirectories) -> Path | None:

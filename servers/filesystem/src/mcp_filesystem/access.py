@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 
 from mcp_batteries.names import quote_name, quote_path, unquote_path
-from mcp_batteries.paths import AllowedDirectories, resolve_path
+from mcp_batteries.paths import AllowedDirectories, open_path_for_read, resolve_path
 
-__all__ = ["quote_name", "quote_path", "resolve"]
+__all__ = ["open_to_read", "quote_name", "quote_path", "resolve"]
 
 
 def resolve(
@@ -36,3 +36,9 @@ def resolve(
         allow_root_itself=allow_root_itself,
         follow_symlinks=follow_symlinks,
     )
+
+
+def open_to_read(allowed: AllowedDirectories, path: str) -> tuple[int, Path]:
+    """`(fd, real path)` of the regular file the caller named, checked and opened in one step
+    (`paths.open_path_for_read`: no `realpath` when the path holds no symlink). Caller closes."""
+    return open_path_for_read(unquote_path(path), allowed)

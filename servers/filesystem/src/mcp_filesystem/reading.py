@@ -20,9 +20,9 @@ from typing import NamedTuple
 
 from mcp_batteries.errors import BatteriesError, InvalidInput, LimitExceeded
 from mcp_batteries.names import unquote_path
-from mcp_batteries.paths import AllowedDirectories, open_for_read
+from mcp_batteries.paths import AllowedDirectories
 
-from mcp_filesystem.access import quote_path, resolve
+from mcp_filesystem.access import open_to_read, quote_path
 from mcp_filesystem.encoding import Encoding, decode, utf8_boundary
 from mcp_filesystem.info import SNIFFABLE, guess_mime_type, sniff_mime_type
 
@@ -45,6 +45,7 @@ DEFAULT_MAX_BYTES = 256 * 1024
 DEFAULT_MAX_MEDIA_BYTES = 10 * 1024 * 1024
 DEFAULT_MAX_TOTAL_BYTES = 1024 * 1024  # read_multiple_files, across all files
 _BLOCK = 64 * 1024
+_SKIP_BLOCK = 1024 * 1024
 _BINARY_PROBE = 8 * 1024
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
@@ -170,9 +171,8 @@ def read_text_file(
         raise InvalidInput("pass either head or tail, not both")
     if (head is not None or tail is not None) and (offset is not None or limit is not None):
         raise InvalidInput("head/tail cannot be combined with offset/limit")
-    real = resolve(allowed, path, must_exist=False)  # the open below reports a missing file
+    fd, real = open_to_read(allowed, path)
     shown = quote_path(real)
-    fd = open_for_read(real, allowed)
     try:
         size = os.fstat(fd).st_size
         if tail is None and (offset or 1) == 1 and size <= max_bytes:
@@ -223,7 +223,121 @@ def _notes(encoding: Encoding, cut_lines: list[int]) -> list[str]:
     return notes
 
 
+def _past_end(offset: int, lines: int, size: int) -> TextRead:
+    return TextRead(
+        text="",
+        start_line=None,
+        end_line=None,
+        truncated=False,
+        next_offset=None,
+        total_bytes=size,
+        notice=f"offset {offset} is past the end of the file, which has {lines} line(s)",
+    )
+
+
+def _line_start(fd: int, offset: int, size: int) -> tuple[int | None, int]:
+    """(byte position where line `offset` starts, or None past the end; lines skipped), found
+    by counting newlines a block at a time in C (`bytes.count`), never line by line in Python."""
+    wanted = offset - 1  # newlines to skip
+    if wanted == 0:
+        return 0, 0
+    pos = seen = 0
+    last = b"\n"
+    step = _BLOCK  # doubling: a near offset reads little, a far one few big blocks
+    while pos < size:
+        block = os.pread(fd, step, pos)
+        step = min(step * 2, _SKIP_BLOCK)
+        if not block:
+            break
+        in_block = block.count(b"\n")
+        if seen + in_block >= wanted:
+            at = -1
+            for _ in range(wanted - seen):
+                at = block.find(b"\n", at + 1)
+            return pos + at + 1, wanted
+        seen += in_block
+        pos += len(block)
+        last = block[-1:]
+    lines = seen + (1 if size and last != b"\n" else 0)  # a last line without a newline
+    return (size, lines) if lines == wanted else (None, lines)
+
+
 def _read_forward(fd: int, offset: int, count: int, max_bytes: int, size: int, *, paging: bool) -> TextRead:
+    """A page of up to `count` lines / `max_bytes` bytes from line `offset`, with one `pread` of
+    the page and C-level splitting. A first line longer than the byte cap needs cutting: that
+    rare page goes through the line-by-line reader."""
+    start_pos, skipped = _line_start(fd, offset, size)
+    if start_pos is None:
+        return _past_end(offset, skipped, size)
+    data = os.pread(fd, max_bytes + 1, start_pos)
+    at_eof = start_pos + len(data) >= size
+    parts = data.split(b"\n", count)  # complete lines are followed by a newline within `data`
+    complete = len(parts) - 1
+    used = taken = 0
+    byte_capped = more = False
+    for i in range(min(complete, count)):
+        cost = len(parts[i]) + 1
+        if taken and used + cost > max_bytes:
+            byte_capped = more = True
+            break
+        used += cost
+        taken += 1
+    end_byte = used  # the page's bytes are data[:end_byte]
+    if not more:
+        if taken == count:
+            more = start_pos + used < size
+        else:
+            rest = parts[taken] if taken < len(parts) else b""
+            if at_eof and taken == complete:
+                if rest:  # the last line of the file, without a newline
+                    if taken and used + len(rest) + 1 > max_bytes:
+                        byte_capped = more = True
+                    else:
+                        taken += 1
+                        end_byte = used + len(rest)
+            elif taken == 0:
+                return _read_forward_streaming(fd, offset, count, max_bytes, size, paging=paging)
+            else:
+                byte_capped = more = True  # the next line does not fit in what is left
+    text, encoding = _decode(data[:end_byte])
+    return _forward_page(text, encoding, offset, taken, count, max_bytes, size, more, byte_capped, [], paging)
+
+
+def _forward_page(
+    text: str,
+    encoding: Encoding,
+    offset: int,
+    taken: int,
+    count: int,
+    max_bytes: int,
+    size: int,
+    more: bool,
+    byte_capped: bool,
+    cut_lines: list[int],
+    paging: bool,
+) -> TextRead:
+    start = offset if taken else None
+    end = offset + taken - 1 if taken else None
+    # head=N that simply stops at N lines is not "truncated"; a byte-capped head is.
+    truncated = more and (paging or byte_capped)
+    next_offset = (end or offset - 1) + 1 if truncated else None
+    notes = []
+    if truncated:
+        page = count if paging else count - taken  # a capped head: the rest of the head
+        why = f"; output cap of {_human(max_bytes)} reached" if byte_capped else ""
+        notes.append(
+            f"Showing lines {start}-{end} of a {_human(size)} file (truncated{why}); "
+            f"call read_text_file with offset={next_offset}, limit={page} for more"
+        )
+    notes += _notes(encoding, cut_lines)
+    return TextRead(text, start, end, truncated, next_offset, size, "; ".join(notes) or None, encoding)
+
+
+def _read_forward_streaming(
+    fd: int, offset: int, count: int, max_bytes: int, size: int, *, paging: bool
+) -> TextRead:
+    """Line by line, cutting lines longer than the byte cap while scanning (memory stays bounded
+    whatever a line's length)."""
     lines = _iter_lines(fd, max_bytes)
     lineno = 0
     for _ in range(offset - 1):  # skip, streaming: nothing is kept
@@ -231,23 +345,14 @@ def _read_forward(fd: int, offset: int, count: int, max_bytes: int, size: int, *
             break
         lineno += 1
     if lineno < offset - 1:
-        return TextRead(
-            text="",
-            start_line=None,
-            end_line=None,
-            truncated=False,
-            next_offset=None,
-            total_bytes=size,
-            notice=f"offset {offset} is past the end of the file, which has {lineno} line(s)",
-        )
+        return _past_end(offset, lineno, size)
     taken: list[_Line] = []
     used = 0
     cut_lines: list[int] = []
     byte_capped = False
     for line in lines:
         if len(taken) >= count:
-            # One line past the page: more exists. Put it back conceptually via `more`.
-            more = True
+            more = True  # one line past the page: more exists
             break
         cost = len(line.data) + 1
         if taken and used + cost > max_bytes:
@@ -263,21 +368,9 @@ def _read_forward(fd: int, offset: int, count: int, max_bytes: int, size: int, *
     text, encoding = _decode(
         b"\n".join(line.data for line in taken) + (b"\n" if taken and taken[-1].newline else b"")
     )
-    start = offset if taken else None
-    end = offset + len(taken) - 1 if taken else None
-    # head=N that simply stops at N lines is not "truncated"; a byte-capped head is.
-    truncated = more and (paging or byte_capped)
-    next_offset = (end or offset - 1) + 1 if truncated else None
-    notes = []
-    if truncated:
-        page = count if paging else count - len(taken)  # a capped head: the rest of the head
-        why = f"; output cap of {_human(max_bytes)} reached" if byte_capped else ""
-        notes.append(
-            f"Showing lines {start}-{end} of a {_human(size)} file (truncated{why}); "
-            f"call read_text_file with offset={next_offset}, limit={page} for more"
-        )
-    notes += _notes(encoding, cut_lines)
-    return TextRead(text, start, end, truncated, next_offset, size, "; ".join(notes) or None, encoding)
+    return _forward_page(
+        text, encoding, offset, len(taken), count, max_bytes, size, more, byte_capped, cut_lines, paging
+    )
 
 
 def _read_tail(fd: int, count: int, max_bytes: int, size: int) -> TextRead:
@@ -352,9 +445,8 @@ def read_media_file(
     """An image or audio file as `(bytes, mime_type)`. The type comes from magic numbers when
     recognisable, else from the extension; a file whose extension claims a checkable type
     (png, jpeg, ...) but whose content does not match is refused."""
-    real = resolve(allowed, path, must_exist=False)  # the open below reports a missing file
+    fd, real = open_to_read(allowed, path)
     shown = quote_path(real)
-    fd = open_for_read(real, allowed)
     try:
         size = os.fstat(fd).st_size
         if size > max_bytes:
