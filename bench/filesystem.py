@@ -341,30 +341,36 @@ SDK_WORKLOADS: list[tuple[str, str, Callable[[dict[str, str]], dict[str, Any]], 
 ]
 
 
-async def sdk_run(argv: list[str], p: dict[str, str], repeat: int | None) -> dict[str, list[float]]:
-    """Median-ready timings of each SDK workload through one `ClientSession` (legacy handshake)."""
+async def sdk_run(servers: dict[str, list[str]], p: dict[str, str], repeat: int | None) -> dict[str, Any]:
+    """Timings of each SDK workload through one `ClientSession` per server (legacy handshake),
+    both sessions open at once and the calls interleaved (a, b, then b, a) so drift hits both."""
+    from contextlib import AsyncExitStack
+
     from mcp import ClientSession
 
     from harness import server_environment
 
-    timings: dict[str, list[float]] = {}
-    async with (
-        linear_stdio(argv, server_environment(None)) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
+    timings: dict[str, dict[str, list[float]]] = {label: {} for label in servers}
+    async with AsyncExitStack() as stack:
+        sessions = {}
+        for label, argv in servers.items():
+            read, write = await stack.enter_async_context(linear_stdio(argv, server_environment(None)))
+            session = await stack.enter_async_context(ClientSession(read, write))
+            await session.initialize()
+            sessions[label] = session
         for name, tool_name, arguments, count in SDK_WORKLOADS:
             args = arguments(p)
-            for _ in range(3):  # warm-up: caches, first-call imports
-                await session.call_tool(tool_name, args)
-            times = []
-            for _ in range(repeat or count):
-                t0 = time.perf_counter()
-                result = await session.call_tool(tool_name, args)
-                times.append(time.perf_counter() - t0)
-                if result.is_error:
-                    raise RuntimeError(f"{name}: {result.content}")
-            timings[name] = times
+            for session in sessions.values():
+                for _ in range(3):  # warm-up: caches, first-call imports
+                    await session.call_tool(tool_name, args)
+            labels = list(sessions)
+            for i in range(repeat or count):
+                for label in labels if i % 2 == 0 else reversed(labels):
+                    t0 = time.perf_counter()
+                    result = await sessions[label].call_tool(tool_name, args)
+                    timings[label].setdefault(name, []).append(time.perf_counter() - t0)
+                    if result.is_error:
+                        raise RuntimeError(f"{label} {name}: {result.content}")
     return timings
 
 
@@ -373,21 +379,29 @@ def sdk_main(args: argparse.Namespace) -> None:
 
     shape = QUICK if args.quick else FULL
     p = ensure_data(BENCH_DIR / ".work" / ("fs-quick" if args.quick else "fs"), shape)
-    ours = [*args.ours_cmd.split(), p["root"]]
-    anchor = ["node", REFERENCE_ENTRY, p["root"]]
-    rounds: dict[str, dict[str, list[float]]] = {"ours": {}, "anchor": {}}
-    for r in range(args.sdk_rounds):  # alternate the servers so drift hits both
-        order = [("ours", ours), ("anchor", anchor)] if r % 2 == 0 else [("anchor", anchor), ("ours", ours)]
-        for label, argv in order:
-            got = anyio.run(sdk_run, argv, p, args.repeat)
-            for name, times in got.items():
+    servers = {"ours": [*args.ours_cmd.split(), p["root"]], "anchor": ["node", REFERENCE_ENTRY, p["root"]]}
+    if args.sdk_before:  # an earlier build of ours, measured in the same run
+        servers["before"] = [*args.sdk_before.split(), p["root"]]
+    rounds: dict[str, dict[str, list[float]]] = {label: {} for label in servers}
+    for _ in range(args.sdk_rounds):  # fresh processes each round
+        got = anyio.run(sdk_run, servers, p, args.repeat)
+        for label, by_name in got.items():
+            for name, times in by_name.items():
                 rounds[label].setdefault(name, []).extend(times)
-    print(f"through the SDK ClientSession (linear stdio reader), {args.sdk_rounds} rounds, medians")
-    print(f"{'workload':42} {'ours ms':>9} {'ref ms':>9} {'ratio':>7}")
+    print(
+        f"through the SDK ClientSession (linear stdio reader), {args.sdk_rounds} rounds, interleaved, medians"
+    )
+    before = "before" in rounds
+    header = f"{'workload':42} {'ours ms':>9} {'ref ms':>9} {'ratio':>7}"
+    print(header + (f" {'before ms':>10} {'ratio':>7}" if before else ""))
     for name, *_ in SDK_WORKLOADS:
         a = statistics.median(rounds["ours"][name]) * 1000
         b = statistics.median(rounds["anchor"][name]) * 1000
-        print(f"{name:42} {a:9.2f} {b:9.2f} {a / b:7.2f}")
+        line = f"{name:42} {a:9.2f} {b:9.2f} {a / b:7.2f}"
+        if before:
+            c = statistics.median(rounds["before"][name]) * 1000
+            line += f" {c:10.2f} {c / b:7.2f}"
+        print(line)
 
 
 def main() -> None:

@@ -230,3 +230,15 @@ def test_grep_regex_literal_shortcut_honours_inline_flags(tmp_path: Path) -> Non
 def test_grep_alternation_regex_without_required_literal(tmp_path: Path) -> None:
     _make(tmp_path, {"a.txt": "foo\n", "b.txt": "bar\n", "c.txt": "baz\n"})
     assert [m.file for m in grep(tmp_path, "foo|bar", is_regex=True).matches] == ["a.txt", "b.txt"]
+
+
+def test_grep_pages_with_offset(tmp_path: Path) -> None:
+    _make(tmp_path, {"a.txt": "hit\n" * 3, "b.txt": "hit\nmiss\nhit\n"})
+    first = grep(tmp_path, "hit", max_matches=2)
+    assert first.truncated and "offset=2" in first.text
+    second = grep(tmp_path, "hit", max_matches=2, offset=2)
+    assert [(m.file, m.line) for m in second.matches] == [("a.txt", 3), ("b.txt", 1)]
+    assert "offset=4" in second.text and "Matches 3-4" in second.text
+    last = grep(tmp_path, "hit", max_matches=2, offset=4)
+    assert [(m.file, m.line) for m in last.matches] == [("b.txt", 3)] and not last.truncated
+    assert "No matches after the first 9" in grep(tmp_path, "hit", offset=9).text

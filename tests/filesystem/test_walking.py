@@ -156,7 +156,12 @@ def test_list_directory_truncates_with_advice(tmp_path: Path) -> None:
     lines = listing.text.splitlines()
     assert listing.truncated and listing.entries == 15
     assert len(lines) == 11
-    assert "Showing 10 of 15" in lines[-1] and "search_files" in lines[-1]
+    assert "Showing entries 1-10 of 15" in lines[-1] and "offset=10" in lines[-1]
+    rest = list_directory(tmp_path, max_entries=10, offset=10).text.splitlines()
+    assert rest[:-1] == [f"[FILE] f{i:02}" for i in range(10, 15)]
+    assert rest[-1] == "[Showing entries 11-15 of 15.]"
+    sized = list_directory_with_sizes(tmp_path, max_entries=10, offset=10).text
+    assert "[FILE] f10" in sized and "f09" not in sized and "Total: 15 files" in sized
 
 
 def test_list_directory_errors(tmp_path: Path) -> None:
@@ -386,7 +391,12 @@ def test_search_files_is_bounded(tmp_path: Path) -> None:
     _make(tmp_path, {f"f{i}.txt": "" for i in range(30)})
     result = search_files(tmp_path, "*.txt", max_results=10)
     assert result.truncated and len(result.paths) == 10
-    assert "Stopped after 10 results" in result.text
+    assert "Showing results 1-10; there are more" in result.text and "offset=10" in result.text
+    pages = [search_files(tmp_path, "*.txt", max_results=10, offset=o).paths for o in (10, 20, 30)]
+    assert sorted(result.paths + pages[0] + pages[1]) == sorted(
+        str(tmp_path / f"f{i}.txt") for i in range(30)
+    )
+    assert pages[2] == []
 
 
 def test_search_files_never_descends_symlinks(tmp_path: Path) -> None:

@@ -200,6 +200,7 @@ def grep(
     respect_gitignore: bool = True,
     max_file_bytes: int = MAX_FILE_BYTES,
     regex_timeout: float = REGEX_TIMEOUT_S,
+    offset: int = 0,
     progress: Progress | None = None,
     cancel: CancelToken = NEVER,
     tidy: bool = False,
@@ -219,6 +220,8 @@ def grep(
         raise InvalidInput(f"context_lines must be between 0 and {MAX_CONTEXT_LINES}.")
     if max_matches < 1:
         raise InvalidInput("max_matches must be at least 1.")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidInput(f"offset must be an integer >= 0 (matches to skip), got {offset!r}")
     name_globs = [compile_glob(g) for g in include if g and "/" not in g.strip("/")]
     path_globs = [compile_glob(g) for g in include if g and "/" in g.strip("/")]
     real = resolve(allowed, path)
@@ -251,6 +254,7 @@ def grep(
                 yield walker.open_file(e), e.rel
 
     matches: list[GrepMatch] = []
+    to_skip = offset
     scanned = binary = large = 0
     truncated = False
     prefilter = make_prefilter(pattern, is_regex, case_sensitive)
@@ -276,14 +280,17 @@ def grep(
         matcher.start_file(shown)
         budget = max_matches - len(matches)
         # Ask for one more than still fits: finding it proves the answer is incomplete.
-        found = _search_text(decode(data)[0], shown, matcher, context_lines, budget + 1, cancel)
+        found = _search_text(decode(data)[0], shown, matcher, context_lines, to_skip + budget + 1, cancel)
+        if to_skip:
+            skipped_now = min(to_skip, len(found))
+            found, to_skip = found[skipped_now:], to_skip - skipped_now
         if len(found) > budget:
             matches.extend(found[:budget])
             truncated = True
             break
         matches.extend(found)
     counts = _Counts(scanned, binary, large, max_file_bytes)
-    text = _summarize(matches, real, counts, truncated, context_lines, max_matches, walker)
+    text = _summarize(matches, real, counts, truncated, context_lines, max_matches, walker, offset)
     return GrepResult(matches, scanned, binary, large, truncated, text)
 
 
@@ -303,8 +310,10 @@ def _summarize(
     context: int,
     max_matches: int,
     walker: Walker | None,
+    offset: int = 0,
 ) -> str:
-    lines = _render(matches, context) if matches else ["No matches found"]
+    none = "No matches found" if not offset else f"No matches after the first {offset:,}"
+    lines = _render(matches, context) if matches else [none]
     files = len({m.file for m in matches})
     skipped = []
     if counts.binary:
@@ -316,9 +325,15 @@ def _summarize(
         summary += f", skipped {', '.join(skipped)}"
     base = root if walker is not None else root.parent
     lines += ["", f"[{summary}. Paths are relative to {quote_path(base)}.]"]
+    if offset:
+        summary_note = (
+            f"[Matches {offset + 1:,}-{offset + len(matches):,}; the first {offset:,} were skipped.]"
+        )
+        lines.append(summary_note)
     if truncated:
         lines.append(
-            f"[Stopped at max_matches={max_matches}; there may be more. Narrow the search with a more "
+            f"[Stopped at max_matches={max_matches}; there are more. Call grep with "
+            f"offset={offset + len(matches)} for the next matches, or narrow the search with a more "
             "specific pattern, include globs (e.g. '*.py'), excludePatterns, or a deeper path.]"
         )
     if walker is not None and walker.hit_visit_limit:

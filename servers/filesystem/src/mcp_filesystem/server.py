@@ -34,6 +34,9 @@ PathArg = Annotated[
         'Names shown quoted (e.g. "bad\\377.txt") are passed back in that quoted form.'
     ),
 ]
+OffsetArg = Annotated[
+    int, Field(ge=0, description="Entries to skip: pass the offset a previous page names to get the next.")
+]
 ExcludeArg = Annotated[
     list[str],
     Field(
@@ -206,10 +209,11 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
 
     # -- looking around ---------------------------------------------------------------------
     @server.tool(title="List directory", read_only=True, structured_output=False)
-    async def list_directory(path: PathArg, ctx: Context[Any, Any]) -> str:
-        """List a directory's entries as [FILE], [DIR] or [LINK] lines, sorted by name. Names
-        that are not plain text are shown quoted; pass them back quoted."""
-        return await calls.quick(ctx, tools.list_directory, path)
+    async def list_directory(path: PathArg, ctx: Context[Any, Any], offset: OffsetArg = 0) -> str:
+        """List a directory's entries as [FILE], [DIR] or [LINK] lines, sorted by name, 2,000 per
+        page (a partial page names the offset of the next). Names that are not plain text are
+        shown quoted; pass them back quoted."""
+        return await calls.quick(ctx, tools.list_directory, path, offset)
 
     @server.tool(title="List directory with sizes", read_only=True, structured_output=False)
     async def list_directory_with_sizes(
@@ -218,9 +222,11 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         sortBy: Annotated[
             Literal["name", "size"], Field(description="Sort entries by name or by size.")
         ] = "name",
+        offset: OffsetArg = 0,
     ) -> str:
-        """List a directory with file sizes and a total. Symbolic links are not followed."""
-        return await calls.quick(ctx, tools.list_directory_with_sizes, path, sortBy)
+        """List a directory with file sizes and a total, 2,000 entries per page (the totals count
+        every entry). Symbolic links are not followed."""
+        return await calls.quick(ctx, tools.list_directory_with_sizes, path, sortBy, offset)
 
     @server.tool(title="Directory tree", read_only=True, structured_output=False)
     async def directory_tree(
@@ -246,11 +252,13 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         ],
         ctx: Context[Any, Any],
         excludePatterns: ExcludeArg = [],  # noqa: B006
+        offset: OffsetArg = 0,
     ) -> str:
         """Find files and directories under `path` whose relative path matches a glob ('**/*.ts',
         'src/**/test_*.py'); a pattern without glob characters matches names case-insensitively.
-        Results are capped. To search inside files, use grep."""
-        return await calls.long(ctx, tools.search_files, path, pattern, excludePatterns)
+        1,000 results per page; a partial answer names the offset of the next page. To search
+        inside files, use grep."""
+        return await calls.long(ctx, tools.search_files, path, pattern, excludePatterns, offset)
 
     @server.tool(title="Search file contents", read_only=True, structured_output=False, name="grep")
     async def grep_tool(
@@ -269,11 +277,13 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
             int, Field(ge=0, le=20, description="Lines of context around each match.")
         ] = 0,
         max_matches: Annotated[int, Field(ge=1, le=2000, description="Stop after this many matches.")] = 100,
+        offset: OffsetArg = 0,
     ) -> str:
         """Search file contents under `path` and report `file:line:text` for each match, like
-        grep. Skips binary and very large files and does not follow symbolic links. A regular
-        expression may run for at most 2 s on one file; a pattern that backtracks
-        catastrophically gets an error saying so."""
+        grep. Skips binary and very large files and does not follow symbolic links. When it stops
+        at max_matches it names the offset to pass for the next matches. A regular expression
+        may run for at most 2 s on one file; a pattern that backtracks catastrophically gets an
+        error saying so."""
         return await calls.long(
             ctx,
             tools.grep,
@@ -285,6 +295,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
             excludePatterns,
             context_lines,
             max_matches,
+            offset,
         )
 
     @server.tool(title="File information", read_only=True, structured_output=False)

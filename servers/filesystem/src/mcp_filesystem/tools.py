@@ -90,12 +90,12 @@ def delete_path(job: Job, path: str, recursive: bool) -> str:
 # -- looking around --------------------------------------------------------------------------
 
 
-def list_directory(job: Job, path: str) -> str:
-    return walking.list_directory(job.allowed, path, tidy=job.tidy).text
+def list_directory(job: Job, path: str, offset: int = 0) -> str:
+    return walking.list_directory(job.allowed, path, offset=offset, tidy=job.tidy).text
 
 
-def list_directory_with_sizes(job: Job, path: str, sortBy: Literal["name", "size"]) -> str:
-    return walking.list_directory_with_sizes(job.allowed, path, sortBy, tidy=job.tidy).text
+def list_directory_with_sizes(job: Job, path: str, sortBy: Literal["name", "size"], offset: int = 0) -> str:
+    return walking.list_directory_with_sizes(job.allowed, path, sortBy, offset=offset, tidy=job.tidy).text
 
 
 def directory_tree(
@@ -113,9 +113,16 @@ def directory_tree(
     ).text
 
 
-def search_files(job: Job, path: str, pattern: str, excludePatterns: Sequence[str]) -> str:
+def search_files(job: Job, path: str, pattern: str, excludePatterns: Sequence[str], offset: int = 0) -> str:
     return walking.search_files(
-        job.allowed, path, pattern, excludePatterns, progress=job.progress, cancel=job.cancel, tidy=job.tidy
+        job.allowed,
+        path,
+        pattern,
+        excludePatterns,
+        offset=offset,
+        progress=job.progress,
+        cancel=job.cancel,
+        tidy=job.tidy,
     ).text
 
 
@@ -129,6 +136,7 @@ def grep(
     excludePatterns: Sequence[str],
     context_lines: int,
     max_matches: int,
+    offset: int = 0,
 ) -> str:
     return grep_module.grep(
         job.allowed,
@@ -140,6 +148,7 @@ def grep(
         excludePatterns=excludePatterns,
         context_lines=context_lines,
         max_matches=max_matches,
+        offset=offset,
         progress=job.progress,
         cancel=job.cancel,
         tidy=job.tidy,

@@ -29,7 +29,7 @@ from mcp_filesystem.tempfiles import is_temp_name, remove_if_stale
 from mcp_filesystem.walker import DIRECTORY, FILE, SYMLINK, Progress, WalkEntry, Walker, read_link
 from mcp_filesystem.work import NEVER, CancelToken
 
-MAX_LIST_ENTRIES = 10_000
+MAX_LIST_ENTRIES = 2_000  # one page of list_directory(_with_sizes); `offset` pages on
 MAX_TREE_ENTRIES = 20_000
 MAX_SEARCH_RESULTS = 1_000
 MAX_VISITED = 1_000_000
@@ -113,25 +113,47 @@ def _row(de: os.DirEntry[str], dir_fd: int) -> tuple[str, _Row]:
     return de.name, _Row("[FILE]", quote_name(de.name), size, "")
 
 
-def _cut_note(shown: int, total: int, what: str) -> str:
-    return (
-        f"[Showing {shown:,} of {total:,} entries. {what} "
-        "Use search_files with a pattern to find specific entries in this directory.]"
+def _page_note(tool: str, offset: int, shown: int, total: int, extra: str = "") -> str:
+    """Where a page of entries sits in the whole listing, and the call that gets the next page."""
+    if not shown:
+        return f"[No entries at offset {offset:,}: the directory has {total:,}.]"
+    first, last = offset + 1, offset + shown
+    more = (
+        f" Call {tool} with offset={last} for the next page, or search_files with a pattern to find "
+        "specific entries."
+        if last < total
+        else ""
     )
+    return f"[Showing entries {first:,}-{last:,} of {total:,}.{extra}{more}]"
+
+
+def _check_offset(offset: int) -> None:
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidInput(f"offset must be an integer >= 0 (entries to skip), got {offset!r}")
 
 
 def list_directory(
-    allowed: AllowedDirectories, path: str, max_entries: int = MAX_LIST_ENTRIES, *, tidy: bool = False
+    allowed: AllowedDirectories,
+    path: str,
+    max_entries: int = MAX_LIST_ENTRIES,
+    *,
+    offset: int = 0,
+    tidy: bool = False,
 ) -> Listing:
-    """Reference format, sorted by name: '[FILE] name', '[DIR] name', and ours '[LINK] name -> target'."""
+    """Reference format, sorted by name: '[FILE] name', '[DIR] name', and ours '[LINK] name -> target'.
+
+    One page of `max_entries` entries from `offset`; a partial page ends with a note naming the
+    next offset."""
+    _check_offset(offset)
     _, rows = _read_directory(allowed, path, tidy=tidy)
+    page = rows[offset : offset + max_entries]
     lines = []
-    for row in rows[:max_entries]:
+    for row in page:
         suffix = f" -> {row.target}" if row.tag == "[LINK]" else ""
         lines.append(f"{row.tag} {row.name}{suffix}")
-    truncated = len(rows) > max_entries
-    if truncated:
-        lines.append(_cut_note(max_entries, len(rows), "The listing was cut."))
+    truncated = offset + len(page) < len(rows)
+    if truncated or offset:
+        lines.append(_page_note("list_directory", offset, len(page), len(rows)))
     text = "\n".join(lines) if rows else "(empty directory)"
     return Listing(text, truncated, len(rows))
 
@@ -142,29 +164,37 @@ def list_directory_with_sizes(
     sortBy: Literal["name", "size"] = "name",
     max_entries: int = MAX_LIST_ENTRIES,
     *,
+    offset: int = 0,
     tidy: bool = False,
 ) -> Listing:
     """Reference format ('[FILE] name-padded-to-30  size-padded-to-10', '[DIR] name', then totals).
 
     Sizes come from lstat, so a symlink's size is the link itself, never its target. Symlinks are
-    listed as '[LINK] name -> target' and counted separately in the summary.
+    listed as '[LINK] name -> target' and counted separately in the summary. Paged like
+    `list_directory`; the totals always count every entry.
     """
     if sortBy not in ("name", "size"):
         raise InvalidInput(f"sortBy must be 'name' or 'size', not {sortBy!r}.")
+    _check_offset(offset)
     _, rows = _read_directory(allowed, path, tidy=tidy)
     if sortBy == "size":
         rows.sort(key=lambda r: -r.size)  # stable: ties keep name order
+    page = rows[offset : offset + max_entries]
     lines = []
-    for row in rows[:max_entries]:
+    for row in page:
         if row.tag == "[DIR]":
             lines.append(f"{row.tag} {row.name}")
         elif row.tag == "[LINK]":
             lines.append(f"{row.tag} {row.name.ljust(30)} -> {row.target}")
         else:
             lines.append(f"{row.tag} {row.name.ljust(30)} {format_size(row.size).rjust(10)}")
-    truncated = len(rows) > max_entries
-    if truncated:
-        lines.append(_cut_note(max_entries, len(rows), "The totals below count every entry."))
+    truncated = offset + len(page) < len(rows)
+    if truncated or offset:
+        lines.append(
+            _page_note(
+                "list_directory_with_sizes", offset, len(page), len(rows), " The totals count every entry."
+            )
+        )
     files = sum(1 for r in rows if r.tag == "[FILE]")
     dirs = sum(1 for r in rows if r.tag == "[DIR]")
     links = len(rows) - files - dirs
@@ -287,6 +317,7 @@ def search_files(
     max_results: int = MAX_SEARCH_RESULTS,
     respect_gitignore: bool = False,
     progress: Progress | None = None,
+    offset: int = 0,
     cancel: CancelToken = NEVER,
     tidy: bool = False,
 ) -> SearchResult:
@@ -298,8 +329,11 @@ def search_files(
     * A pattern without glob characters is a case-insensitive substring of the entry's name
       (of its relative path if the pattern contains ``/``) — the older reference behaviour.
 
-    Excluded directories are not entered. Symlinks are reported but never followed.
+    Excluded directories are not entered. Symlinks are reported but never followed. Results come
+    a page of ``max_results`` at a time, from match number ``offset`` (the walk is sorted, so
+    pages are stable while the tree does not change).
     """
+    _check_offset(offset)
     if not pattern or not pattern.strip():
         raise InvalidInput("pattern must not be empty; use e.g. '**/*.py' or a part of a file name.")
     real = _walk_root(allowed, path, "search_files searches directories.")
@@ -319,12 +353,16 @@ def search_files(
     on_path = "/" in pattern
     paths: list[str] = []
     truncated = False
+    skipped = 0
     for e in walker.walk():
         if regex is not None:
             hit = regex.match(e.rel) is not None
         else:
             hit = needle in (e.rel if on_path else e.name).casefold()
         if hit:
+            if skipped < offset:
+                skipped += 1
+                continue
             if len(paths) >= max_results:
                 truncated = True
                 break
@@ -332,8 +370,9 @@ def search_files(
     lines = list(paths)
     if truncated:
         lines.append(
-            f"[Stopped after {max_results:,} results; there are more. Use a more specific pattern, "
-            "add excludePatterns, or search a subdirectory.]"
+            f"[Showing results {offset + 1:,}-{offset + len(paths):,}; there are more. Call search_files "
+            f"with offset={offset + len(paths)} for the next page, or narrow the search with a more "
+            "specific pattern, excludePatterns or a subdirectory.]"
         )
     elif walker.hit_visit_limit:
         truncated = True
@@ -342,7 +381,7 @@ def search_files(
             "subdirectory or add excludePatterns.]"
         )
     if not paths:
-        lines.insert(0, "No matches found")
+        lines.insert(0, "No matches found" if not offset else f"No matches after the first {skipped:,}")
         if is_glob and "/" not in pattern and "**" not in pattern:
             lines.append(
                 f"Note: '{pattern}' is matched against paths relative to {quote_path(real)}, so it only "
