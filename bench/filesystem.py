@@ -421,8 +421,9 @@ def main() -> None:
         action="store_true",
         help="measure small reads through the SDK ClientSession instead (issue 10)",
     )
+    parser.add_argument("--sdk-before", help="with --sdk: command of an earlier build of ours to compare")
     parser.add_argument(
-        "--sdk-rounds", type=int, default=4, help="with --sdk: rounds per server (alternating)"
+        "--sdk-rounds", type=int, default=3, help="with --sdk: rounds, each with fresh processes"
     )
     if "--sdk" in sys.argv:
         sdk_main(parser.parse_args())
