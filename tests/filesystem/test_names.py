@@ -150,19 +150,44 @@ async def _round_trip(client: Any, root: Path) -> None:
     assert (await client.read_resource(uri)).contents[0].text == "deep needle\n"
 
 
+# Watching is off in the two round trips below: the runtime's file watcher (watchfiles) dies on a
+# change to a name that is not UTF-8 and takes the process with it, which the test after them shows.
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("era", ERAS)
 async def test_odd_names_round_trip_over_stdio(root: Path, era: Era) -> None:
-    async with connect(stdio_params("mcp-batteries-filesystem", str(root)), era) as client:
+    async with connect(stdio_params("mcp-batteries-filesystem", str(root), "--no-watch"), era) as client:
         await _round_trip(client, root)
         assert (await client.list_tools()).tools  # the process is alive and answering
+
+
+@pytest.mark.anyio
+@pytest.mark.xfail(
+    strict=True,
+    reason="runtime: watchfiles raises WatchfilesRustInternalError ('Unable to decode path') for a "
+    "change to a non-UTF-8 name in a watched tree, WatchService._run does not catch it, and the "
+    "server exits; for the shared watch service to fix",
+)
+async def test_renaming_to_a_non_utf8_name_in_a_watched_tree_keeps_the_server_alive(root: Path) -> None:
+    heard = Notifications()
+    async with connect(
+        stdio_params("mcp-batteries-filesystem", str(root)), "legacy", message_handler=heard
+    ) as client:
+        await client.list_tools()  # a legacy connection wants list changes: the tree is watched
+        moved = await client.call_tool(
+            "move_file", {"source": quote_name(BAD), "destination": '"renamed\\377.txt"'}
+        )
+        assert not moved.is_error
+        await heard.wait_method("notifications/resources/list_changed", timeout=5)
+        assert (await client.call_tool("list_directory", {"path": "."})).content
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("era", ERAS)
 async def test_odd_names_round_trip_over_http(root: Path, era: Era) -> None:
     async with (
-        http_server("mcp-batteries-filesystem", str(root)) as running,
+        http_server("mcp-batteries-filesystem", str(root), "--no-watch") as running,
         connect_http(running.url, era) as client,
     ):
         await _round_trip(client, root)
@@ -171,8 +196,9 @@ async def test_odd_names_round_trip_over_http(root: Path, era: Era) -> None:
 @pytest.mark.anyio
 @pytest.mark.xfail(
     strict=True,
-    reason="watchfiles cannot decode a non-UTF-8 path ('Unable to decode path ... to string'): the "
-    "runtime's watch stream ends; for the shared live-resource helper to fix",
+    reason="runtime: watchfiles cannot decode a non-UTF-8 path (WatchfilesRustInternalError 'Unable "
+    "to decode path ... to string'), which ends the watch service and the server; for the shared "
+    "watch service to fix",
 )
 async def test_subscribing_to_an_odd_name_hears_its_changes(root: Path) -> None:
     heard = Notifications()

@@ -13,6 +13,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -110,6 +111,16 @@ class _Server(MCPServer[Any]):
             raise MCPError(INVALID_PARAMS, str(exc), data={"prompt": name}) from exc
 
 
+@dataclass(eq=False)
+class _ServiceHost:
+    """The services' one opening: how many lifespans use it, and whether it is ready."""
+
+    users: int = 0
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    all_left: anyio.Event = field(default_factory=anyio.Event)
+    failure: BaseException | None = None
+
+
 class BatteriesServer:
     """An MCP server with MCP Batteries' conventions; server modules only register on it."""
 
@@ -131,8 +142,7 @@ class BatteriesServer:
         self.bus = InMemorySubscriptionBus()
         self.notifier = Notifier(self.bus, self.interest)
         self._services: list[Callable[[], AbstractAsyncContextManager[Any]]] = []
-        self._service_stack: AsyncExitStack | None = None
-        self._lifespan_users = 0
+        self._host: _ServiceHost | None = None
         self._lifespan_lock = anyio.Lock()
         self._declared_tools: list[str] = []
         self._check_subscription = subscriptions
@@ -253,8 +263,7 @@ class BatteriesServer:
         """Run an async context (a pool, a watcher) for as long as the server runs.
 
         Entered once, in registration order, before the first request; exited in reverse order
-        after the last connection closes. Services must not hold task groups across that span
-        (start loop-level tasks instead): entry and exit may happen in different tasks.
+        after the last connection closes, in the same task, so a service may own a task group.
         """
         self._services.append(factory)
 
@@ -272,28 +281,49 @@ class BatteriesServer:
     @asynccontextmanager
     async def _lifespan(self, _: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
         # The SDK enters the lifespan once per stdio process or HTTP app, but once per connection
-        # for in-process clients; services (pools, watchers, HTTP clients) are process-wide, so
-        # the first entry opens them and the last exit closes them.
+        # for in-process clients. Services (pools, watchers, HTTP clients) are process-wide: the
+        # first entry owns them — it opens them in its own task, so a service may hold a task
+        # group — and on leaving it waits for every later entry to leave before closing them.
         async with self._lifespan_lock:
-            if self._lifespan_users == 0:
-                stack = AsyncExitStack()
+            host = self._host
+            owner = host is None
+            if host is None:
+                host = self._host = _ServiceHost()
+            host.users += 1
+        if not owner:
+            await host.ready.wait()
+            if host.failure is not None:
+                raise RuntimeError("the server's services failed to start") from host.failure
+            try:
+                yield {}
+            finally:
+                host.users -= 1
+                if host.users == 0:
+                    host.all_left.set()
+            return
+        try:
+            async with AsyncExitStack() as stack:
                 try:
                     for factory in self._services:
                         await stack.enter_async_context(factory())
-                except BaseException:
-                    await stack.aclose()
+                except BaseException as exc:
+                    host.failure = exc
                     raise
-                self._service_stack = stack
-            self._lifespan_users += 1
-        try:
-            yield {}
+                finally:
+                    host.ready.set()
+                try:
+                    yield {}
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        host.users -= 1
+                        if host.users > 0:
+                            await host.all_left.wait()
+                        async with self._lifespan_lock:
+                            self._host = None
         finally:
-            with anyio.CancelScope(shield=True):
-                async with self._lifespan_lock:
-                    self._lifespan_users -= 1
-                    if self._lifespan_users == 0 and self._service_stack is not None:
-                        stack, self._service_stack = self._service_stack, None
-                        await stack.aclose()
+            async with self._lifespan_lock:
+                if self._host is host:
+                    self._host = None
 
     # -- notifications (the one API server code uses) ------------------------------------------
     async def notify_resource_updated(self, uri: str) -> None:
@@ -364,4 +394,7 @@ class BatteriesServer:
         try:
             return await self._listen(ctx, params)
         finally:
-            await self.interest.remove(keys)
+            # The stream usually ends by cancellation (the client left): releasing watches must
+            # still complete.
+            with anyio.CancelScope(shield=True):
+                await self.interest.remove(keys)

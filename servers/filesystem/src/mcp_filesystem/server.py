@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context
 from mcp.types import AudioContent, Completion, ImageContent, Resource, ResourceTemplateReference
 from mcp_batteries.app import BatteriesServer
+from mcp_batteries.live import LiveResources
 from mcp_batteries.paths import AllowedDirectories
 from mcp_batteries.roots import RootsTracker
 from pydantic import BaseModel, Field
@@ -79,15 +80,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     roots.install(server)
     calls = Calls(roots, tidy=not settings.read_only)
 
-    live = LiveFiles(
-        allowed,
-        resource_updated=server.notify_resource_updated,
-        list_changed=server.notify_resources_list_changed,
-        enabled=settings.watch,
-        max_tree_dirs=settings.watch_max_dirs,
-    )
-    server.interest.on_change(live.on_interest)
-    server.service(lambda: live.watch)
+    LiveResources(server, LiveFiles(allowed, max_tree_dirs=settings.watch_max_dirs), watch=settings.watch)
 
     # -- reading ---------------------------------------------------------------------------
     @server.tool(title="Read text file", read_only=True, structured_output=False)
