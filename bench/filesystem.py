@@ -15,11 +15,9 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -273,134 +271,54 @@ def build(args: argparse.Namespace) -> Suite:
 
 
 # --------------------------------------------------------------------------------------------------
-# Through the SDK client (issue 10): the official `ClientSession`, as agent frameworks use it, over a
-# stdio transport with a linear line reader (the SDK's own reader re-joins its buffer per chunk).
+# Through the SDK client (issue 10): the official `Client`, as agent frameworks use it, over stdio
+# with a linear line reader (`sdk_client.py`). Small reads, where the per-call work shows.
 
 
-@asynccontextmanager
-async def linear_stdio(argv: list[str], env: dict[str, str]) -> AsyncIterator[tuple[Any, Any]]:
-    """`(read_stream, write_stream)` for `ClientSession`, reading the server's stdout linearly."""
-    import anyio
-    from mcp import types
-    from mcp.shared.message import SessionMessage
+def sdk_calls(p: dict[str, str], repeat: int | None) -> list[Any]:
+    from sdk_client import SdkCall
 
-    process = await anyio.open_process(argv, env=env, stderr=subprocess.DEVNULL)
-    read_writer, read_stream = anyio.create_memory_object_stream[Any](0)
-    write_stream, write_reader = anyio.create_memory_object_stream[Any](0)
-
-    async def reader() -> None:
-        assert process.stdout is not None
-        pending: list[bytes] = []
-        async with read_writer:
-            async for chunk in process.stdout:
-                start = 0
-                while (end := chunk.find(b"\n", start)) >= 0:
-                    line = b"".join([*pending, chunk[start:end]])
-                    pending.clear()
-                    start = end + 1
-                    await read_writer.send(
-                        SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-                    )
-                if start < len(chunk):
-                    pending.append(chunk[start:])
-
-    async def writer() -> None:
-        assert process.stdin is not None
-        async with write_reader:
-            async for message in write_reader:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                await process.stdin.send(data.encode())
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(reader)
-        tg.start_soon(writer)
-        try:
-            yield read_stream, write_stream
-        finally:
-            process.terminate()
-            with anyio.CancelScope(shield=True):
-                await process.wait()
-            tg.cancel_scope.cancel()
-
-
-SDK_WORKLOADS: list[tuple[str, str, Callable[[dict[str, str]], dict[str, Any]], int]] = [
-    ("get_file_info", "get_file_info", lambda p: {"path": p["info"]}, 200),
-    (
-        "read_multiple_files x100",
-        "read_multiple_files",
-        lambda p: {"paths": sorted(str(x) for x in Path(p["small"]).iterdir())},
-        50,
-    ),
-    (
-        "first page of the big file (head 2000)",
-        "read_text_file",
-        lambda p: {"path": p["big"], "head": 2000},
-        50,
-    ),
-    ("read_text_file small file", "read_text_file", lambda p: {"path": p["info"]}, 200),
-]
-
-
-async def sdk_run(servers: dict[str, list[str]], p: dict[str, str], repeat: int | None) -> dict[str, Any]:
-    """Timings of each SDK workload through one `ClientSession` per server (legacy handshake),
-    both sessions open at once and the calls interleaved (a, b, then b, a) so drift hits both."""
-    from contextlib import AsyncExitStack
-
-    from mcp import ClientSession
-
-    from harness import server_environment
-
-    timings: dict[str, dict[str, list[float]]] = {label: {} for label in servers}
-    async with AsyncExitStack() as stack:
-        sessions = {}
-        for label, argv in servers.items():
-            read, write = await stack.enter_async_context(linear_stdio(argv, server_environment(None)))
-            session = await stack.enter_async_context(ClientSession(read, write))
-            await session.initialize()
-            sessions[label] = session
-        for name, tool_name, arguments, count in SDK_WORKLOADS:
-            args = arguments(p)
-            for session in sessions.values():
-                for _ in range(3):  # warm-up: caches, first-call imports
-                    await session.call_tool(tool_name, args)
-            labels = list(sessions)
-            for i in range(repeat or count):
-                for label in labels if i % 2 == 0 else reversed(labels):
-                    t0 = time.perf_counter()
-                    result = await sessions[label].call_tool(tool_name, args)
-                    timings[label].setdefault(name, []).append(time.perf_counter() - t0)
-                    if result.is_error:
-                        raise RuntimeError(f"{label} {name}: {result.content}")
-    return timings
+    small = sorted(str(x) for x in Path(p["small"]).iterdir())
+    return [
+        SdkCall("get_file_info", "get_file_info", {"path": p["info"]}, repeat=repeat or 200),
+        SdkCall("read_text_file small file", "read_text_file", {"path": p["info"]}, repeat=repeat or 200),
+        SdkCall("read_multiple_files x100", "read_multiple_files", {"paths": small}, repeat=repeat or 50),
+        SdkCall(
+            "first page of the big file (head 2000)",
+            "read_text_file",
+            {"path": p["big"], "head": 2000},
+            repeat=repeat or 50,
+        ),
+    ]
 
 
 def sdk_main(args: argparse.Namespace) -> None:
     import anyio
 
+    from sdk_client import measure_sdk
+
     shape = QUICK if args.quick else FULL
     p = ensure_data(BENCH_DIR / ".work" / ("fs-quick" if args.quick else "fs"), shape)
-    servers = {"ours": [*args.ours_cmd.split(), p["root"]], "anchor": ["node", REFERENCE_ENTRY, p["root"]]}
+    specs = [
+        ServerSpec("ours", [*args.ours_cmd.split(), p["root"]]),
+        ServerSpec("anchor", ["node", REFERENCE_ENTRY, p["root"]]),
+    ]
     if args.sdk_before:  # an earlier build of ours, measured in the same run
-        servers["before"] = [*args.sdk_before.split(), p["root"]]
-    rounds: dict[str, dict[str, list[float]]] = {label: {} for label in servers}
-    for _ in range(args.sdk_rounds):  # fresh processes each round
-        got = anyio.run(sdk_run, servers, p, args.repeat)
-        for label, by_name in got.items():
-            for name, times in by_name.items():
-                rounds[label].setdefault(name, []).extend(times)
-    print(
-        f"through the SDK ClientSession (linear stdio reader), {args.sdk_rounds} rounds, interleaved, medians"
-    )
-    before = "before" in rounds
-    header = f"{'workload':42} {'ours ms':>9} {'ref ms':>9} {'ratio':>7}"
-    print(header + (f" {'before ms':>10} {'ratio':>7}" if before else ""))
-    for name, *_ in SDK_WORKLOADS:
-        a = statistics.median(rounds["ours"][name]) * 1000
-        b = statistics.median(rounds["anchor"][name]) * 1000
-        line = f"{name:42} {a:9.2f} {b:9.2f} {a / b:7.2f}"
-        if before:
-            c = statistics.median(rounds["before"][name]) * 1000
-            line += f" {c:10.2f} {c / b:7.2f}"
+        specs.append(ServerSpec("before", [*args.sdk_before.split(), p["root"]]))
+    rounds: dict[str, dict[str, list[float]]] = {}
+    for _ in range(args.sdk_rounds):  # fresh processes each round; the median of the rounds' medians
+        for name, by_server in anyio.run(measure_sdk, specs, sdk_calls(p, args.repeat)).items():
+            for server, seconds in by_server.items():
+                rounds.setdefault(name, {}).setdefault(server, []).append(seconds)
+    print(f"through the SDK Client (linear stdio reader), {args.sdk_rounds} rounds, servers interleaved")
+    header = f"| workload | ours | reference | ratio |{' before | ratio |' if args.sdk_before else ''}"
+    print(header + "\n" + "|---" * (header.count("|") - 1) + "|")
+    for name, by_server in rounds.items():
+        ours, ref = (statistics.median(by_server[k]) * 1000 for k in ("ours", "anchor"))
+        line = f"| {name} | {ours:.2f} ms | {ref:.2f} ms | {ours / ref:.2f}x |"
+        if args.sdk_before:
+            before = statistics.median(by_server["before"]) * 1000
+            line += f" {before:.2f} ms | {before / ref:.2f}x |"
         print(line)
 
 
