@@ -376,3 +376,22 @@ def test_open_path_for_read_takes_the_short_way_only_when_it_is_exact(
         open_path_for_read("missing.txt", allowed)
     with pytest.raises(InvalidInput, match="directory"):
         open_path_for_read("sub", allowed)
+
+
+def test_the_kernels_realpath_agrees_with_os_path_realpath(root: Path, tmp_path: Path) -> None:
+    from mcp_batteries.paths import _kernel_realpath
+
+    (root / "chain1").symlink_to("chain2")
+    (root / "chain2").symlink_to("sub")
+    (root / "up").symlink_to("sub/..")
+    (root / os.fsdecode(b"odd\xff\nname")).write_text("x")
+    for given in [
+        root / "file.txt",
+        root / "chain1" / "inner.txt",
+        root / "chain1" / ".." / "file.txt",  # `..` after a symlink: the kernel's rule
+        root / "up" / "file.txt",
+        root / "sub",
+        root / os.fsdecode(b"odd\xff\nname"),
+    ]:
+        assert _kernel_realpath(str(given)) == os.path.realpath(given), given
+    assert _kernel_realpath(str(root / "missing" / "x")) is None  # left to os.path.realpath

@@ -228,7 +228,36 @@ def _denied(user_path: str, allowed: AllowedDirectories, why: str = "is outside"
     return AccessDenied(f"Access denied: {display_path(user_path)} {why} the {allowed.describe()}")
 
 
+_PROC_FD: Final = "/proc/self/fd/"
+_HAS_PROC_FD: Final = hasattr(os, "O_PATH") and os.path.isdir(_PROC_FD)
+
+
+def _kernel_realpath(path: str) -> str | None:
+    """The kernel's own resolution of an existing path, in two system calls: open it O_PATH
+    (symlinks and `..` resolved exactly as any later open would) and read back the name of what
+    was opened. None when that cannot answer (a missing component, no /proc): the caller then
+    uses `os.path.realpath`, which also resolves paths that do not exist yet, one `lstat` per
+    component."""
+    try:
+        fd = os.open(path, os.O_PATH | _CLOEXEC)
+    except OSError:
+        return None
+    try:
+        real = os.readlink(f"{_PROC_FD}{fd}")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not real.startswith("/") or real.endswith(" (deleted)"):
+        return None  # not a plain path (removed meanwhile, or another namespace)
+    return real
+
+
 def _realpath(path: str, user_path: str) -> Path:
+    if _HAS_PROC_FD:
+        real = _kernel_realpath(path)
+        if real is not None:
+            return Path(real)
     # realpath's islink-then-readlink can race with a concurrent swap (EINVAL/ENOENT from
     # readlink); the swap is not our business, so retry a few times before giving up.
     for _ in range(3):
