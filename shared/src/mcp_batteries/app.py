@@ -40,11 +40,13 @@ from mcp.types import (
     ToolAnnotations,
     UnsubscribeRequestParams,
 )
+from mcp.types import Tool as MCPTool
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_batteries import sdk
 from mcp_batteries.definition import distribution_version
 from mcp_batteries.errors import AccessDenied, BatteriesError, ConfigError, InvalidInput, NotFound
+from mcp_batteries.identity import current_caller
 from mcp_batteries.notify import RESOURCE_LIST, Interest, Notifier
 from mcp_batteries.settings import ServerSettings
 
@@ -68,10 +70,26 @@ class _Server(MCPServer[Any]):
 
     #: URI prefix -> reader, for resources whose MIME type is only known when read.
     readers: dict[str, ResourceReader]
+    #: Per-caller filter: the registered tools that change things, and the scope they need.
+    writing_tools: set[str]
+    write_scope: str
+
+    async def list_tools(self) -> list[MCPTool]:
+        tools = await super().list_tools()
+        if self.writing_tools and not current_caller().can_write:
+            return [tool for tool in tools if tool.name not in self.writing_tools]
+        return tools
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        if name in self.writing_tools:
+            caller = current_caller()
+            if not caller.can_write:
+                raise ToolError(
+                    f"{name} changes things, so it needs the {self.write_scope!r} scope, which this "
+                    f"caller ({caller.name}) does not have; only the read-only tools are available"
+                )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -155,6 +173,10 @@ class BatteriesServer:
             subscriptions=self.bus,
             log_level=settings.log_level.upper(),  # type: ignore[arg-type]
         )
+        #: Tools that change things: hidden from, and refused to, callers who may not write.
+        self.writing_tools: set[str] = set()
+        self.mcp.writing_tools = self.writing_tools
+        self.mcp.write_scope = settings.oauth_write_scope
         self._listen = ListenHandler(self.bus)
         sdk.add_request_handler(
             self.mcp, "subscriptions/listen", SubscriptionsListenRequestParams, self._on_listen
@@ -200,6 +222,8 @@ class BatteriesServer:
             self._declared_tools.append(tool_name)
             if self._excluded(tool_name, read_only=read_only):
                 return fn
+            if not read_only:
+                self.writing_tools.add(tool_name)
             self.mcp.add_tool(
                 fn,
                 name=tool_name,

@@ -92,8 +92,9 @@ def _positional_field(cls: type[ServerSettings]) -> str | None:
     return None
 
 
-#: Settings that only mean something over HTTP: giving them with stdio is a mistake.
-HTTP_ONLY = ("host", "port", "path", "stateless")
+def http_only_fields(cls: type[ServerSettings]) -> list[str]:
+    """Settings that only mean something over HTTP (described "HTTP: ..."): with stdio, a mistake."""
+    return [name for name, info in cls.model_fields.items() if (info.description or "").startswith("HTTP:")]
 
 
 def build_parser(
@@ -235,7 +236,7 @@ def parse_settings(
     except Exception as exc:  # a malformed environment value
         fail(f"invalid configuration: {exc}".splitlines()[0], prog=prog)
     if settings.transport != "http":
-        given = [_flag(name) for name in HTTP_ONLY if name in values]
+        given = [_flag(name) for name in http_only_fields(cls) if name in values]
         if given:
             verb = "applies" if len(given) == 1 else "apply"
             fail(

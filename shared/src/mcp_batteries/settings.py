@@ -98,7 +98,51 @@ class ServerSettings(BaseSettings):
         description="HTTP: file holding the bearer token clients must send (or set MCP_AUTH_TOKEN).",
     )
     insecure_no_auth: bool = Field(
-        False, description="HTTP: allow binding a non-loopback address without a bearer token."
+        False, description="HTTP: allow binding a non-loopback address without authentication."
+    )
+    # -- authentication beyond the static token (mcp_batteries.auth; docs/configuration.md) --
+    tokens_file: Path | None = Field(
+        None,
+        description=(
+            "HTTP: TOML file mapping bearer tokens (or their SHA-256) to users, their workspaces "
+            "and scopes; reloaded when it changes."
+        ),
+    )
+    oauth_issuer: str | None = Field(
+        None,
+        description="HTTP: accept OAuth 2.1 JWT access tokens from this authorization server (its iss).",
+        json_schema_extra={"metavar": "URL"},
+    )
+    oauth_audience: str | None = Field(
+        None,
+        description="HTTP: the audience (aud) access tokens must name; required with --oauth-issuer.",
+        json_schema_extra={"metavar": "AUD"},
+    )
+    oauth_jwks_url: str | None = Field(
+        None,
+        description="HTTP: the issuer's JWKS URL (default: found through the issuer's metadata).",
+        json_schema_extra={"metavar": "URL"},
+    )
+    oauth_read_scope: str = Field(
+        "mcp:read",
+        description="HTTP: scope granting the read-only tools.",
+        json_schema_extra={"metavar": "SCOPE"},
+    )
+    oauth_write_scope: str = Field(
+        "mcp:write", description="HTTP: scope granting every tool.", json_schema_extra={"metavar": "SCOPE"}
+    )
+    oauth_workspaces_claim: str | None = Field(
+        None,
+        description="HTTP: access-token claim listing the caller's workspaces (default: all workspaces).",
+        json_schema_extra={"metavar": "CLAIM"},
+    )
+    public_url: str | None = Field(
+        None,
+        description=(
+            "HTTP: the URL clients reach this server at, scheme://host[:port] only (behind a TLS "
+            "proxy), for OAuth metadata (default: taken from each request)."
+        ),
+        json_schema_extra={"metavar": "URL"},
     )
     allowed_hosts: NameList = Field(
         default_factory=list,
