@@ -135,10 +135,20 @@ async def test_escapes_are_refused_through_the_client_naming_allowed_dirs(root: 
             ("write_file", {"path": "escape", "content": "pwned"}),
             ("list_directory", {"path": "/"}),
             ("read_text_file", {"path": "a\x00b"}),
+            ("list_directory_with_sizes", {"path": ".."}),
+            ("directory_tree", {"path": ".."}),
+            ("search_files", {"path": "..", "pattern": "secret*"}),
+            ("grep", {"path": "..", "pattern": "SECRET"}),
+            ("grep", {"path": "escape", "pattern": "SECRET"}),
+            ("edit_file", {"path": "escape", "edits": [{"oldText": "TOP", "newText": "x"}]}),
+            ("get_file_info", {"path": "../secret.txt"}),
+            ("copy_file", {"source": "escape", "destination": "stolen.txt"}),
         ]:
             result = await c.call_tool(name, args)
             assert result.is_error, (name, args)
             assert "TOP SECRET" not in text(result)
+        multi = text(await c.call_tool("read_multiple_files", {"paths": ["escape", "../secret.txt"]}))
+        assert multi.count("Access denied") == 2 and "TOP SECRET" not in multi
     assert (root.parent / "secret.txt").read_text() == "TOP SECRET"
 
 
