@@ -163,12 +163,6 @@ async def test_odd_names_round_trip_over_stdio(root: Path, era: Era) -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="runtime: watchfiles raises WatchfilesRustInternalError ('Unable to decode path') for a "
-    "change to a non-UTF-8 name in a watched tree, WatchService._run does not catch it, and the "
-    "server exits; for the shared watch service to fix",
-)
 async def test_renaming_to_a_non_utf8_name_in_a_watched_tree_keeps_the_server_alive(root: Path) -> None:
     heard = Notifications()
     async with connect(
@@ -194,12 +188,6 @@ async def test_odd_names_round_trip_over_http(root: Path, era: Era) -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="runtime: watchfiles cannot decode a non-UTF-8 path (WatchfilesRustInternalError 'Unable "
-    "to decode path ... to string'), which ends the watch service and the server; for the shared "
-    "watch service to fix",
-)
 async def test_subscribing_to_an_odd_name_hears_its_changes(root: Path) -> None:
     heard = Notifications()
     uri = root.as_uri() + "/bad%FF%FEname.txt"

@@ -17,9 +17,9 @@ import pytest
 from mcp import MCPDeprecationWarning
 from mcp_batteries.errors import LimitExceeded
 from mcp_batteries.paths import AllowedDirectories
+from mcp_batteries.progress import Cancelled, CancelToken, run_cancellable
 from mcp_batteries.testing import connect, stdio_params
 from mcp_filesystem import grep, walking
-from mcp_filesystem.work import Cancelled, CancelToken, run_cancellable
 
 HOSTILE = "(a|a)+$"  # exponential on a backtracking engine, `regex` included
 ISSUE_PATTERN = "(a+)+$"  # the issue's reproduction: `regex` needs no time for it at all

@@ -295,3 +295,19 @@ async def test_roots_narrow_reads_listing_and_subscriptions(root: Path) -> None:
         with pytest.raises(MCPError) as caught:
             await legacy_subscribe(c, (root / "notes.txt").as_uri())
         assert caught.value.error.code == -32602
+
+
+async def test_completion_stays_within_the_client_roots(root: Path) -> None:
+    from mcp.types import ListRootsResult, ResourceTemplateReference, Root
+
+    async def only_src(_: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=(root / "src").as_uri())])
+
+    async with connect(server_for(root), "legacy", list_roots_callback=only_src) as c:
+        done = await c.complete(
+            ResourceTemplateReference(type="ref/resource", uri="file:///{+path}"),
+            {"name": "path", "value": str(root).lstrip("/") + "/"},
+        )
+    values = done.completion.values
+    assert values and all("/src" in v for v in values)
+    assert not any(v.endswith("notes.txt") for v in values)

@@ -8,11 +8,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from mcp_batteries.paths import AllowedDirectories
-from mcp_batteries.progress import in_thread, progress_reporter
+from mcp_batteries.progress import in_thread, progress_reporter, run_cancellable
 from mcp_batteries.roots import RootsTracker
 
 from mcp_filesystem.tools import Job
-from mcp_filesystem.work import run_cancellable
 
 T = TypeVar("T")
 

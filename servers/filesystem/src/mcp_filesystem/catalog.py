@@ -29,12 +29,12 @@ from mcp_batteries.paths import (
     open_for_read,
     resolve_path,
 )
+from mcp_batteries.progress import NEVER, CancelToken
 
 from mcp_filesystem.access import quote_name, quote_path
 from mcp_filesystem.info import guess_mime_type, sniff_mime_type
 from mcp_filesystem.tempfiles import is_temp_name
 from mcp_filesystem.walker import FILE, Walker
-from mcp_filesystem.work import NEVER, CancelToken
 
 PAGE_SIZE = 200
 MAX_LISTED = 10_000

@@ -26,6 +26,7 @@ from typing import Any
 import regex  # type: ignore[import-untyped]  # no stubs in the workspace; used through `Any`
 from mcp_batteries.errors import InvalidInput, LimitExceeded
 from mcp_batteries.paths import AllowedDirectories, open_for_read
+from mcp_batteries.progress import NEVER, CancelToken
 
 from mcp_filesystem.access import quote_path, resolve
 from mcp_filesystem.encoding import decode
@@ -33,7 +34,6 @@ from mcp_filesystem.fastscan import TOO_LARGE, read_fd_capped
 from mcp_filesystem.fastscan import prefilter as make_prefilter
 from mcp_filesystem.patterns import compile_glob
 from mcp_filesystem.walker import FILE, Progress, Walker
-from mcp_filesystem.work import NEVER, CancelToken
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8192

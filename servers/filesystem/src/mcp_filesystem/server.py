@@ -329,11 +329,10 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     server.list_resources_with(list_files)
 
     @server.completion()
-    async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:
+    async def complete(ref: Any, argument: Any, context: Any, session: Any) -> Completion | None:
         if isinstance(ref, ResourceTemplateReference) and argument.name == "path":
-            # The runtime's completion hook does not name the session yet, so this is the
-            # configured scope; `calls.for_session(session, ...)` narrows it once it does.
-            values = await calls.for_session(None, tools.complete_path, argument.value)
+            # Within the client's own scope: its roots narrow what completion may reveal.
+            values = await calls.for_session(session, tools.complete_path, argument.value)
             return Completion(values=values, has_more=len(values) >= catalog.MAX_COMPLETIONS)
         return None
 

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mcp_batteries.paths import AllowedDirectories
+from mcp_batteries.progress import NEVER, CancelToken
 
 from mcp_filesystem import catalog, editing, reading, walking, writing
 from mcp_filesystem import grep as grep_module
 from mcp_filesystem.access import quote_path
 from mcp_filesystem.info import get_file_info as file_info
 from mcp_filesystem.walker import Progress
-from mcp_filesystem.work import NEVER, CancelToken
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_batteries.paths import AllowedDirectories, open_dir_fd
+from mcp_batteries.progress import NEVER, CancelToken
 
 from mcp_filesystem.patterns import ExcludeMatcher, IgnoreLayer, gitignored, parse_gitignore
 from mcp_filesystem.tempfiles import is_temp_name, remove_if_stale
-from mcp_filesystem.work import NEVER, CancelToken
 
 Progress = Callable[[int, str], None]
 """Called with (entries visited so far, directory being read). It may raise to abort the walk."""

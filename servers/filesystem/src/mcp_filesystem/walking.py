@@ -22,12 +22,12 @@ from typing import Any, Literal
 
 from mcp_batteries.errors import InvalidInput
 from mcp_batteries.paths import AllowedDirectories, open_dir_fd, translate_os_error
+from mcp_batteries.progress import NEVER, CancelToken
 
 from mcp_filesystem.access import quote_name, quote_path, resolve
 from mcp_filesystem.patterns import compile_glob, has_glob_chars
 from mcp_filesystem.tempfiles import is_temp_name, remove_if_stale
 from mcp_filesystem.walker import DIRECTORY, FILE, SYMLINK, Progress, WalkEntry, Walker, read_link
-from mcp_filesystem.work import NEVER, CancelToken
 
 MAX_LIST_ENTRIES = 2_000  # one page of list_directory(_with_sizes); `offset` pages on
 MAX_TREE_ENTRIES = 20_000
