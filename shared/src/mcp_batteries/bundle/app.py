@@ -11,7 +11,8 @@ checks), behind the bundle's one authenticator, with a life of its own:
 - on shutdown (`drain`), new calls get 503, calls in flight finish (bounded), then each mount's
   session manager stops, which closes its sessions and its services.
 
-The dispatcher matches exact paths: `/<name>/mcp`, the RFC 9728 metadata of each mount at
+Host and Origin are checked as for a single server (`mcp_batteries.hosts.HostGuard`, around the
+whole bundle). The dispatcher matches exact paths: `/<name>/mcp`, the RFC 9728 metadata of each mount at
 `/.well-known/oauth-protected-resource/<name>/mcp` (when OAuth is on), `/healthz` (no token, for
 load balancers) and `/status` (behind the same sign-in as the servers).
 """
@@ -31,6 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_batteries import sdk
 from mcp_batteries.auth import Authenticator, AuthMiddleware, metadata_path, protected_resource_route
 from mcp_batteries.definition import distribution_version
+from mcp_batteries.hosts import HostGuard
 
 if TYPE_CHECKING:
     from mcp_batteries.app import BatteriesServer
@@ -209,8 +211,13 @@ class BundleApp:
         *,
         authenticator: Authenticator | None,
         startup_timeout: float = 30.0,
+        allowed_hosts: Sequence[str] = (),
+        allowed_origins: Sequence[str] = (),
     ) -> None:
         self.mounts = list(mounts)
+        #: What uvicorn serves: the bundle behind the Host/Origin checks a single server has
+        #: (everything but /healthz). A malformed allow-list entry is a ConfigError here.
+        self.asgi: ASGIApp = HostGuard(self, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
         self.authenticator = authenticator
         self.startup_timeout = startup_timeout
         self.draining = False

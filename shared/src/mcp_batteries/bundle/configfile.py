@@ -63,6 +63,18 @@ BUNDLE_FIELDS: frozenset[str] = frozenset(
     if (info.description or "").startswith("HTTP:") and name != "path"
 ) | {"log_level"}
 
+
+def bundle_owned(settings: type[ServerSettings]) -> frozenset[str]:
+    """The bundle's fields among a server's settings: those it kept from `ServerSettings` (a server
+    may reuse a name for its own setting, such as fetch's outbound `max_connections`)."""
+    fields = settings.model_fields
+    return frozenset(
+        name
+        for name in BUNDLE_FIELDS
+        if name in fields and (fields[name].description or "").startswith("HTTP:")
+    ) | ({"log_level"} & set(fields))
+
+
 #: The bundle's own settings (no server has them).
 _BUNDLE_OWN_FIELDS = frozenset({"servers", "shutdown_grace", "startup_timeout"})
 #: Common per-server fields the bundle decides for each mount (never the user).
@@ -153,14 +165,15 @@ def check_file(
                 f"unknown server [{name}] in {path}; installed servers: {', '.join(installed) or 'none'}"
             )
         fields = definition.settings.model_fields
+        owned = bundle_owned(definition.settings)
         for key in table:
-            if key in BUNDLE_FIELDS:
+            if key in owned:
                 raise ConfigError(
                     f"{key!r} in [{name}] of {path} is a bundle setting (one listener for every server): "
                     "set it at the top level of the file"
                 )
             if key in _FORCED_FIELDS or key not in fields:
-                own = sorted(k for k in fields if k not in BUNDLE_FIELDS | _FORCED_FIELDS)
+                own = sorted(k for k in fields if k not in owned | _FORCED_FIELDS)
                 raise ConfigError(
                     f"unknown setting {key!r} in [{name}] of {path}; {name}'s settings are: {', '.join(own)}"
                 )
@@ -176,8 +189,7 @@ def server_settings(
     """One server's settings: its table from the file, its environment, and the bundle's values."""
     forced: dict[str, Any] = {}
     if bundle is not None:
-        fields = definition.settings.model_fields
-        forced = {name: getattr(bundle, name) for name in BUNDLE_FIELDS if name in fields}
+        forced = {name: getattr(bundle, name) for name in bundle_owned(definition.settings)}
         forced.update(transport="http", path=f"/{definition.name}/mcp", config=None)
     try:
         settings: ServerSettings = build_settings(definition.settings, forced, None, config_table=table)

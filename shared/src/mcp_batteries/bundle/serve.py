@@ -15,16 +15,17 @@ from __future__ import annotations
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from starlette.types import ASGIApp
 
 from mcp_batteries.auth import TOKEN_ENV, build_authenticator
 from mcp_batteries.bundle.app import BundleApp, Mount
 from mcp_batteries.bundle.configfile import BundleConfig, BundleSettings, parse_serve_args
 from mcp_batteries.cli import fail
 from mcp_batteries.errors import ConfigError
+from mcp_batteries.http import bind_sockets, mcp_endpoint, uvicorn_config
 from mcp_batteries.transports import configure_logging, say, tune_gc
 
 if TYPE_CHECKING:
@@ -32,28 +33,11 @@ if TYPE_CHECKING:
 
     import uvicorn
 
-    from mcp_batteries.app import BatteriesServer
     from mcp_batteries.definition import ServerDefinition
 
 __all__ = ["build_bundle", "serve_bundle", "serve_main"]
 
 logger = logging.getLogger(__name__)
-
-
-def mcp_endpoint(server: BatteriesServer, path: str) -> ASGIApp:
-    """The MCP endpoint of `server` at `path`: what a single server serves, without sign-in."""
-    from mcp_batteries.events import BoundedEventStore
-    from mcp_batteries.http import SSE_RETRY_MS, transport_security
-
-    s = server.settings
-    return server.mcp.streamable_http_app(
-        streamable_http_path=path,
-        stateless_http=s.stateless,
-        event_store=None if s.stateless else BoundedEventStore(),
-        retry_interval=None if s.stateless else SSE_RETRY_MS,
-        transport_security=transport_security(server),
-        host=s.host,
-    )
 
 
 def _mount(definition: ServerDefinition[Any], settings: Any) -> Mount:
@@ -68,7 +52,9 @@ def _mount(definition: ServerDefinition[Any], settings: Any) -> Mount:
         # that server's failure, not the bundle's.
         logger.error("%s could not be built", definition.name, exc_info=True)
         return Mount.failed(definition, path, f"could not be built: {type(exc).__name__}: {exc}")
-    return Mount(definition=definition, server=server, path=path, endpoint=mcp_endpoint(server, path))
+    # The same endpoint a single server serves (event store per session, idle expiry, session cap).
+    endpoint, _ = mcp_endpoint(server, path)
+    return Mount(definition=definition, server=server, path=path, endpoint=endpoint)
 
 
 def build_bundle(config: BundleConfig) -> BundleApp:
@@ -82,11 +68,17 @@ def build_bundle(config: BundleConfig) -> BundleApp:
             "or pass --insecure-no-auth if a proxy in front authenticates"
         )
     mounts = [_mount(definition, server_settings) for definition, server_settings in config.servers.values()]
-    return BundleApp(mounts, authenticator=authenticator, startup_timeout=settings.startup_timeout)
+    return BundleApp(
+        mounts,
+        authenticator=authenticator,
+        startup_timeout=settings.startup_timeout,
+        allowed_hosts=settings.allowed_hosts,
+        allowed_origins=settings.allowed_origins,
+    )
 
 
 def _display_host(host: str) -> str:
-    if host in ("0.0.0.0", ""):
+    if host in ("0.0.0.0", "", "*"):
         return "127.0.0.1"
     if host == "::":
         return "[::1]"
@@ -152,27 +144,22 @@ async def serve_bundle(
     *,
     on_started: Callable[[int], Awaitable[None]] | None = None,
     stop: anyio.Event | None = None,
+    sockets: list[socket.socket] | None = None,
 ) -> None:
-    """Serve until SIGINT/SIGTERM (or `stop`, for tests and benchmarks), then drain and return."""
-    import uvicorn
+    """Serve until SIGINT/SIGTERM (or `stop`, for tests and benchmarks), then drain and return.
 
-    config = uvicorn.Config(
-        bundle,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        lifespan="on",
-        access_log=False,
-        # What is left after the bundle's own drain: connections that send nothing more.
-        timeout_graceful_shutdown=5,
-    )
+    The listener is a single server's (`mcp_batteries.http`): the same sockets, connection limits
+    and timeouts; Host/Origin checks wrap the whole bundle (`BundleApp.asgi`).
+    """
+    listening = sockets if sockets is not None else bind_sockets(settings)
+    config, _ = uvicorn_config(bundle.asgi, settings)
     web = _draining_server(config, bundle, settings.shutdown_grace)
     async with anyio.create_task_group() as tg:
 
         async def announce() -> None:
             while not web.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event
                 await anyio.sleep(0.02)
-            port = web.servers[0].sockets[0].getsockname()[1] if web.servers else settings.port
+            port = listening[0].getsockname()[1]
             say(bundle_banner(bundle, settings, port))
             if on_started is not None:
                 await on_started(port)
@@ -184,7 +171,7 @@ async def serve_bundle(
         tg.start_soon(announce)
         if stop is not None:
             tg.start_soon(stop_when_asked, stop)
-        await web.serve()  # uvicorn handles SIGINT/SIGTERM: it calls shutdown() above
+        await web.serve(sockets=listening)  # uvicorn handles SIGINT/SIGTERM: it calls shutdown() above
         tg.cancel_scope.cancel()
 
 
@@ -203,9 +190,10 @@ def serve_main(
     configure_logging(config.settings.log_level)
     try:
         bundle = build_bundle(config)
+        sockets = bind_sockets(config.settings)  # a port in use is one line, before anything starts
         tune_gc()
         signal.signal(signal.SIGTERM, _exit_cleanly)
-        anyio.run(serve_bundle, bundle, config.settings)
+        anyio.run(partial(serve_bundle, bundle, config.settings, sockets=sockets))
     except ConfigError as exc:
         fail(str(exc), prog=prog)
     except KeyboardInterrupt:
