@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from mcp_batteries.bundle.configfile import BUNDLE_FIELDS, parse_serve_args
+from mcp_batteries.definition import discover
 
 
 def write(tmp_path: Path, text: str) -> str:
@@ -75,7 +76,8 @@ def test_the_bundles_own_settings_are_the_http_and_sign_in_ones() -> None:
 def test_unknown_servers_and_keys_are_one_line_each(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert "unknown server(s) nosuch; installed servers: fetch, filesystem, sql" in refusal(capsys, "nosuch")
+    installed = ", ".join(discover())
+    assert f"unknown server(s) nosuch; installed servers: {installed}" in refusal(capsys, "nosuch")
     err = refusal(capsys, "--config", write(tmp_path, "[nosuch]\nx = 1\n"))
     assert "unknown server [nosuch] in " in err
     err = refusal(capsys, "--config", write(tmp_path, "[sql]\nmax_row = 1\n"))

@@ -54,9 +54,11 @@ def tree(tmp_path: Path) -> Path:
 
 
 def bundle_file(tmp_path: Path, tree: Path, **tables: str) -> Path:
+    """The bundle's file: every server's state in `tmp_path` (never in the user's data directory)."""
     sections = {
         "filesystem": f'directories = ["{tree}"]',
         "sql": f'databases = ["sqlite:///{tmp_path / "app.db"}"]\nallow_write = true',
+        **({"tasks": f'db = "{tmp_path / "tasks.db"}"'} if "tasks" in discover() else {}),
         **tables,
     }
     path = tmp_path / "bundle.toml"
