@@ -9,17 +9,22 @@ from __future__ import annotations
 import http.server
 import json
 import signal
+import sys
 import threading
 import time
-from collections.abc import Iterator
+import types
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import httpx2
 import pytest
 from mcp.types import ListRootsResult, Root
-from mcp_batteries.definition import discover
+from mcp_batteries.app import BatteriesServer
+from mcp_batteries.definition import ServerDefinition, discover
+from mcp_batteries.settings import ServerSettings
 from mcp_batteries.testing import ERAS, Era, Notifications, connect_http, legacy_subscribe
 from mcp_batteries.testing_oauth import AUDIENCE, TestIssuer
 
@@ -385,3 +390,79 @@ async def test_configuration_mistakes_are_one_line_and_exit_2(tmp_path: Path) ->
         err = done.stderr.decode()
         assert done.returncode == 2, (argv, err)
         assert err.count("\n") == 1 and expected in err, (argv, err)
+
+
+# -- servers that are slow to start, or cannot be built ---------------------------------------------
+
+
+class SlowSettings(ServerSettings):
+    server_name: ClassVar[str] = "slow"
+    distribution: ClassVar[str | None] = "mcp-batteries"
+
+
+class BrokenSettings(ServerSettings):
+    server_name: ClassVar[str] = "broken"
+    distribution: ClassVar[str | None] = "mcp-batteries"
+
+
+def servers_module(release: anyio.Event) -> str:
+    """A module the definitions below build from (definitions name their builder by import path)."""
+    module = types.ModuleType("bundle_test_servers")
+
+    def build_slow(settings: SlowSettings) -> BatteriesServer:
+        server = BatteriesServer(settings, instructions="Starts when the test says so.")
+
+        @asynccontextmanager
+        async def waits_for_the_test() -> AsyncIterator[None]:
+            await release.wait()
+            yield
+
+        server.service(waits_for_the_test)
+
+        @server.tool(title="Ping", read_only=True)
+        async def hello() -> str:
+            """Says hello."""
+            return "hello"
+
+        return server
+
+    def build_broken(settings: BrokenSettings) -> BatteriesServer:
+        raise ImportError("a dependency of this server is missing")
+
+    module.build_slow = build_slow  # type: ignore[attr-defined]
+    module.build_broken = build_broken  # type: ignore[attr-defined]
+    sys.modules[module.__name__] = module
+    return module.__name__
+
+
+async def test_a_server_still_starting_answers_503_then_serves_and_one_that_cannot_be_built_is_failed(
+    tmp_path: Path,
+) -> None:
+    release = anyio.Event()
+    module = servers_module(release)
+    installed = {
+        "slow": ServerDefinition(settings=SlowSettings, build=f"{module}:build_slow", description="slow"),
+        "broken": ServerDefinition(settings=BrokenSettings, build=f"{module}:build_broken", description="x"),
+    }
+    async with (
+        running_bundle("--startup-timeout", "0.5", installed=installed) as bundle,
+        httpx2.AsyncClient() as http,
+    ):
+        starting = await http.post(bundle.url("slow"), json=INIT, headers=JSON_AND_SSE)
+        status = {s["name"]: s for s in (await http.get(bundle.base + "/status")).json()["servers"]}
+        release.set()
+        for mount in bundle.app.mounts:
+            await mount.wait_settled()
+        async with connect_http(bundle.url("slow"), "modern") as client:
+            said = text(await client.call_tool("hello", {}))
+        broken = await http.post(bundle.url("broken"), json=INIT, headers=JSON_AND_SSE)
+    assert starting.status_code == 503 and starting.headers["retry-after"] == "1"
+    assert "slow is starting" in starting.json()["error"]["message"]
+    assert status["slow"]["state"] == "starting"
+    assert status["broken"]["state"] == "failed"
+    assert (
+        status["broken"]["reason"]
+        == "could not be built: ImportError: a dependency of this server is missing"
+    )
+    assert said == "hello"
+    assert broken.status_code == 503
