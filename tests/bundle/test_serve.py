@@ -466,3 +466,28 @@ async def test_a_server_still_starting_answers_503_then_serves_and_one_that_cann
     )
     assert said == "hello"
     assert broken.status_code == 503
+
+
+async def test_a_tokens_file_at_the_top_level_signs_people_in_to_every_server_with_their_scopes(
+    tmp_path: Path, tree: Path
+) -> None:
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(
+        '[[tokens]]\nuser = "alice"\ntoken = "alice-token-0123456789"\n\n'
+        '[[tokens]]\nuser = "bob"\ntoken = "bob-token-0123456789ab"\nscopes = ["mcp:read"]\n'
+    )
+    config = bundle_file(tmp_path, tree)
+    config.write_text(f'tokens_file = "{tokens}"\n' + config.read_text())
+    async with running_bundle("filesystem", "sql", "--config", str(config)) as bundle:
+        for name, writer in (("filesystem", "write_file"), ("sql", "execute")):
+            async with connect_http(bundle.url(name), "legacy", token="alice-token-0123456789") as alice:
+                assert writer in {tool.name for tool in (await alice.list_tools()).tools}
+            async with connect_http(bundle.url(name), "modern", token="bob-token-0123456789ab") as bob:
+                assert writer not in {tool.name for tool in (await bob.list_tools()).tools}
+        async with httpx2.AsyncClient() as http:
+            stranger = await http.post(
+                bundle.url("sql"),
+                json=INIT,
+                headers={**JSON_AND_SSE, "authorization": "Bearer nobody-0123456789"},
+            )
+    assert stranger.status_code == 401
