@@ -253,6 +253,11 @@ class Bundle:
     host: str
     port: int
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU time the server process has used so far."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def rss_kib(self) -> int:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -305,6 +310,8 @@ class Result:
     seconds: float
     stats: Stats
     rss_kib: list[int]
+    server_cpu: float
+    client_cpu: float
 
     def row(self) -> dict[str, Any]:
         def pct(values: list[float], q: float) -> float:
@@ -314,6 +321,7 @@ class Result:
             return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
         cheap, heavy = self.stats.cheap, self.stats.heavy
+        calls = max(1, len(cheap) + len(heavy))
         return {
             "mode": self.mode,
             "clients": self.clients,
@@ -324,6 +332,9 @@ class Result:
             "heavy_p50_ms": pct(heavy, 0.50),
             "heavy_p99_ms": pct(heavy, 0.99),
             "errors": len(self.stats.errors),
+            # CPU per call, contention aside: what one core could serve is 1000 / this.
+            "server_cpu_ms_per_call": self.server_cpu * 1000 / calls,
+            "client_cpu_ms_per_call": self.client_cpu * 1000 / calls,
             "rss_start_mib": self.rss_kib[0] / 1024 if self.rss_kib else float("nan"),
             # RSS grows while the per-session resumable-SSE stores fill up to their bound (1,000
             # events or 4 MiB a session, 64 MiB in all): flat means the second half adds nothing.
@@ -379,21 +390,25 @@ async def closed_loop(
             await mcp.http.close()
 
     rss: list[int] = []
+    cpu: dict[str, float] = {}
 
     async def clock() -> None:
         await asyncio.sleep(warmup)  # the warm-up period, not a readiness wait
         measuring.set()
+        cpu["server"], cpu["client"] = target.cpu_seconds(), time.process_time()
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             rss.append(target.rss_kib())
             await asyncio.sleep(min(1.0, max(0.0, end - time.monotonic())))
         rss.append(target.rss_kib())
+        cpu["server"] = target.cpu_seconds() - cpu["server"]
+        cpu["client"] = time.process_time() - cpu["client"]
         done.set()
 
     started = time.monotonic()
     await asyncio.gather(clock(), *(client(n) for n in range(clients)))
     elapsed = time.monotonic() - started - warmup
-    return Result(mode, clients, min(elapsed, seconds), stats, rss)
+    return Result(mode, clients, min(elapsed, seconds), stats, rss, cpu["server"], cpu["client"])
 
 
 async def churn(target: Bundle, sessions: int, concurrency: int) -> dict[str, Any]:
