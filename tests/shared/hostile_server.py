@@ -10,19 +10,40 @@ prompt and bounded. Run it as the real servers run:
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import subprocess
+import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 import anyio
+from mcp import StdioServerParameters
 from mcp.server.mcpserver import Context
+from mcp.types import Resource
 from mcp_batteries.app import BatteriesServer
 from mcp_batteries.definition import ServerDefinition
+from mcp_batteries.errors import AccessDenied, InvalidInput, LimitExceeded, NotFound, UpstreamError
 from mcp_batteries.progress import in_thread
 from mcp_batteries.settings import ServerSettings
+from mcp_batteries.testing import RunningServer
 from pydantic import BaseModel, Field
 
 #: What `os.fsdecode(b"bad\xffname.txt")` gives: a lone surrogate the JSON encoder refuses.
 UNENCODABLE = "bad\udcffname.txt"
+
+
+#: What a resource reader or prompt raises for each name, to check how each reaches the client.
+DOMAIN_ERRORS: dict[str, type[Exception]] = {
+    "missing": NotFound,
+    "denied": AccessDenied,
+    "invalid": InvalidInput,
+    "limit": LimitExceeded,
+    "upstream": UpstreamError,
+}
 
 
 class HostileSettings(ServerSettings):
@@ -91,17 +112,74 @@ def build_server(settings: HostileSettings) -> BatteriesServer:
         raise RuntimeError("secret internal detail /etc/shadow")
 
     async def read_prefixed(session: Any, uri: str) -> tuple[str | bytes, str]:
-        if uri.endswith("/crash"):
+        what = uri.removeprefix("hostile-dyn://")
+        if what in DOMAIN_ERRORS:
+            raise DOMAIN_ERRORS[what](f"{what}: the message written for the model")
+        if what == "crash":
             raise RuntimeError("secret internal detail /etc/shadow")
         return UNENCODABLE, "text/plain"
 
     server.read_resources_with("hostile-dyn://", read_prefixed)
 
+    async def list_resources(session: Any, cursor: str | None) -> tuple[list[Resource], str | None]:
+        if cursor == "crash":
+            raise RuntimeError("secret internal detail /etc/shadow")
+        return [Resource(uri="hostile-dyn://x", name="x")], None
+
+    server.list_resources_with(list_resources)
+
     @server.prompt()
     def unencodable_prompt() -> str:
         return f"Open {UNENCODABLE}"
 
+    @server.prompt()
+    def failing_prompt(what: str) -> str:
+        if what in DOMAIN_ERRORS:
+            raise DOMAIN_ERRORS[what](f"{what}: the message written for the model")
+        raise RuntimeError("secret internal detail /etc/shadow")
+
     return server
+
+
+def stdio_command(*args: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=[__file__, *args], env=dict(os.environ))
+
+
+@asynccontextmanager
+async def http_process(*args: str) -> AsyncIterator[RunningServer]:
+    """This server over HTTP on a free port (as `mcp_batteries.testing.http_server` runs scripts)."""
+    process = subprocess.Popen(  # noqa: ASYNC220 - runs beside the test
+        [sys.executable, __file__, "--transport", "http", "--port", "0", *args], stderr=subprocess.PIPE
+    )
+    assert process.stderr is not None
+    lines: list[str] = []
+    stderr = process.stderr
+
+    def read_until_url() -> str:
+        for raw in stderr:
+            lines.append(raw.decode(errors="replace").rstrip())
+            found = re.search(r"at (http://\S+) \(", lines[-1])
+            if found:
+                return found.group(1)
+        raise RuntimeError("no URL announced:\n" + "\n".join(lines))
+
+    def drain() -> None:
+        for raw in stderr:
+            lines.append(raw.decode(errors="replace").rstrip())
+
+    try:
+        with anyio.fail_after(60):
+            url = await anyio.to_thread.run_sync(read_until_url, abandon_on_cancel=True)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: anyio.to_thread.run_sync(drain, abandon_on_cancel=True))
+            yield RunningServer(process, url, lines)
+            tg.cancel_scope.cancel()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            await anyio.to_thread.run_sync(lambda: process.wait(timeout=15))
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
 definition = ServerDefinition(

@@ -132,7 +132,7 @@ def check_frame(data: bytes) -> Verdict:
     envelope_problem = _envelope_problem(decoded)
     if envelope_problem is not None:
         code, problem_text = envelope_problem
-        if "method" not in decoded and request_id is not None:
+        if _is_response(decoded) and request_id is not None:
             return _unusable_response(request_id, problem_text)
         return error_reply(request_id, code, problem_text)
     if undecodable or _needs_walk(data, text):
@@ -145,10 +145,14 @@ def check_frame(data: bytes) -> Verdict:
         first = exc.errors(include_url=False, include_input=False)[0]
         where = ".".join(str(part) for part in first["loc"][1:]) or "message"
         reason = f"Invalid Request: {where}: {first['msg']}"
-        if "method" not in decoded and request_id is not None:
+        if _is_response(decoded) and request_id is not None:
             return _unusable_response(request_id, reason)
         return error_reply(request_id, INVALID_REQUEST, reason)
     return Accepted(message)
+
+
+def _is_response(frame: dict[str, Any]) -> bool:
+    return "method" not in frame and ("result" in frame or "error" in frame)
 
 
 def error_reply(request_id: Any, code: int, message: str, data: Any = None, status: int = 400) -> Reply:
@@ -350,7 +354,7 @@ def _content_problem_reply(frame: dict[str, Any], request_id: int | str | None, 
     message = f"Invalid params: {where} {problem.what}"
     if unicode_problem:
         message += f"; {_NOT_UNICODE_HINT}"
-    if "method" not in frame:
+    if _is_response(frame):
         # A response from the client (roots, sampling): its waiter gets this error instead.
         return (
             _unusable_response(request_id, f"the client's response {problem.what}")
