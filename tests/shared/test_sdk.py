@@ -153,6 +153,7 @@ def test_a_tools_argument_model_can_be_replaced_by_a_stricter_subclass() -> None
     def t(x: int) -> str:
         return str(x)
 
+    assert sdk.has_tool(server, "t") and not sdk.has_tool(server, "missing")
     model = sdk.tool_argument_model(server, "t")
     assert set(model.model_fields) == {"x"}
     with pytest.raises(TypeError):

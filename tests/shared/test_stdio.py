@@ -57,6 +57,7 @@ class Pipe:
         self.from_server = from_server
         self._buffer = b""
         self.served = anyio.Event()  # set when the transport has returned
+        self.server_stdin = -1
 
     def close_input(self) -> None:
         """End of input, as when the client closes the server's stdin."""
@@ -97,6 +98,7 @@ async def stdio_connection(max_frame: int = 1 << 20, initialize: bool = True) ->
     out_read, out_write = os.pipe()
     os.set_blocking(in_write, False)
     pipe = Pipe(in_write, out_read)
+    pipe.server_stdin = in_read
     transport = StdioTransport(in_read, out_write, max_frame=max_frame)
     try:
         async with anyio.create_task_group() as tg:
@@ -271,3 +273,26 @@ def test_a_request_that_arrives_while_stopping_is_refused_not_ignored() -> None:
     replies = {a["id"]: a for a in answers(process) if "id" in a}
     assert replies[1]["result"]["content"][0]["text"] == "slept 1.0"
     assert replies[2]["error"]["code"] == SHUTTING_DOWN
+
+
+async def test_stdin_that_the_event_loop_cannot_watch_is_read_by_a_daemon_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    wait_readable = anyio.wait_readable
+    unwatchable: set[int] = set()
+
+    async def cannot_watch(fd: int) -> None:
+        if fd in unwatchable:
+            raise OSError(22, "Invalid argument")  # as kqueue answers for a terminal on macOS
+        await wait_readable(fd)
+
+    monkeypatch.setattr(anyio, "wait_readable", cannot_watch)
+    async with stdio_connection(initialize=False) as pipe:
+        unwatchable.add(pipe.server_stdin)
+        await pipe.send(line(INIT))
+        await pipe.answer_to("init")
+        await pipe.send(line({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        assert (await pipe.answer_to(1))["result"] == {}
+        pipe.close_input()
+        with anyio.fail_after(5):
+            await pipe.served.wait()

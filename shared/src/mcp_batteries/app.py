@@ -94,6 +94,9 @@ class _Server(MCPServer[Any]):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
+            if cause is None and not sdk.has_tool(self, name):
+                # The SDK echoes the whole name back, however long.
+                raise ToolError(f"Unknown tool: {_preview(name, 100)}") from exc
             if isinstance(cause, BatteriesError):
                 raise ToolError(str(cause)) from cause
             if isinstance(cause, ValidationError):

@@ -30,6 +30,7 @@ __all__ = [
     "advertise_legacy_list_changed",
     "connection_of",
     "harden_http_writes",
+    "has_tool",
     "lowlevel_server",
     "serve_connection",
     "set_tool_argument_model",
@@ -187,6 +188,11 @@ def harden_http_writes() -> None:
     modern._write = safe_write
     modern._sse_event = safe_sse_event
     StreamableHTTPServerTransport._mcp_batteries_hardened = True  # type: ignore[attr-defined]
+
+
+def has_tool(server: MCPServer[Any], name: str) -> bool:
+    """Whether a tool of that name is registered (private: `_tool_manager`)."""
+    return server._tool_manager.get_tool(name) is not None
 
 
 def tool_argument_model(server: MCPServer[Any], name: str) -> type[BaseModel]:

@@ -29,12 +29,14 @@ import os
 import signal
 import stat
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+import anyio.from_thread
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
@@ -170,6 +172,22 @@ def _key(request_id: Any) -> str:
     return str(request_id)
 
 
+def _read_in_daemon_thread(fd: int) -> MemoryObjectReceiveStream[bytes]:
+    """Chunks of `fd` read by a daemon thread (an anyio worker thread would block the exit)."""
+    send, receive = anyio.create_memory_object_stream[bytes](0)
+    token = anyio.lowlevel.current_token()
+
+    def pump() -> None:
+        with suppress(Exception):  # the loop ended or the stream closed: nobody is reading
+            while chunk := os.read(fd, _READ_CHUNK):
+                anyio.from_thread.run(send.send, chunk, token=token)
+        with suppress(Exception):
+            anyio.from_thread.run_sync(send.close, token=token)
+
+    threading.Thread(target=pump, name="mcp-batteries stdin", daemon=True).start()
+    return receive
+
+
 class StdioTransport:
     """One MCP connection over a pair of file descriptors (stdin, stdout)."""
 
@@ -284,10 +302,22 @@ class StdioTransport:
 
     def _chunk_reader(self) -> Callable[[], Awaitable[bytes]]:
         fd = self._stdin
+        threaded: MemoryObjectReceiveStream[bytes] | None = None
 
         async def wait_then_read() -> bytes:
-            await anyio.wait_readable(fd)
-            return os.read(fd, _READ_CHUNK)
+            nonlocal threaded
+            if threaded is None:
+                try:
+                    await anyio.wait_readable(fd)
+                    return os.read(fd, _READ_CHUNK)
+                except OSError:
+                    # The event loop cannot watch this descriptor (a terminal, with kqueue on
+                    # macOS): read it in a daemon thread, which never holds up the exit.
+                    threaded = _read_in_daemon_thread(fd)
+            try:
+                return await threaded.receive()
+            except anyio.EndOfStream:
+                return b""
 
         async def read_now() -> bytes:
             # A regular file (or /dev/null) is always readable and cannot be waited on.
