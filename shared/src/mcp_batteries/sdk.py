@@ -13,6 +13,8 @@ from typing import Any
 
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server import MCPServer, NotificationOptions, Server, ServerRequestContext
+from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http import EventMessage
@@ -24,10 +26,12 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 __all__ = [
+    "AuthenticatedUser",
     "Connection",
     "add_notification_handler",
     "add_request_handler",
     "advertise_legacy_list_changed",
+    "auth_context_var",
     "connection_of",
     "harden_http_writes",
     "has_tool",
@@ -37,6 +41,13 @@ __all__ = [
     "set_tool_input_schema",
     "tool_argument_model",
 ]
+
+
+#: `AuthenticatedUser` in `scope["user"]` is what binds a stateful HTTP session to its credential
+#: (the session manager compares `authorization_context(user)` on every request), and
+#: `auth_context_var` is what the SDK snapshots with each message and restores around the
+#: handler, so `get_access_token()` answers inside tools. Both are public names in modules the
+#: SDK documents only by example; `tests/shared/test_auth_http.py` pins the behaviour.
 
 
 def lowlevel_server(server: MCPServer[Any]) -> Server[Any]:
