@@ -4,15 +4,20 @@ their JSON types. Checked over stdio and HTTP (stateful and stateless), in both 
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client, MCPDeprecationWarning, MCPError
 from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_batteries.testing import ERAS, Era, connect, connect_http
+from mcp_batteries.watch import WatchService, WatchTarget
+from watchfiles import Change
 
 from .hostile_server import DOMAIN_ERRORS, HostileSettings, build_server, http_process, stdio_command
 
@@ -148,3 +153,28 @@ async def test_normal_json_arguments_still_work(era: Era) -> None:
         "str:'t' int:3 float:2.0 bool:True Knobs:Knobs(depth=4, label='') list:[1, 2]"
     )
     assert stringified.content[0].text.endswith("list:[5, 6]")  # type: ignore[union-attr]
+
+
+async def test_a_change_to_a_name_that_is_not_utf8_does_not_end_file_watching(tmp_path: Path) -> None:
+    # RustNotify cannot decode such a name and loses the batch; this used to end the watch
+    # service's task group, and with it the server's lifespan (every later request failed).
+    bad = tmp_path / os.fsdecode(b"bad\xff\xfename.txt")
+    bad.write_text("1")
+    good = tmp_path / "good.txt"
+    changed: list[set[tuple[Change, str]]] = []
+    arrived = anyio.Event()
+
+    async def record(batch: set[tuple[Change, str]]) -> None:
+        changed.append(batch)
+        arrived.set()
+
+    async with WatchService(record) as watch:
+        await watch.add(WatchTarget.tree(tmp_path))
+        bad.write_text("2")
+        with anyio.fail_after(10):
+            await arrived.wait()
+        good.write_text("still watching")
+        with anyio.fail_after(10):
+            while not any(path == str(good) for batch in changed for _, path in batch):
+                arrived = anyio.Event()
+                await arrived.wait()

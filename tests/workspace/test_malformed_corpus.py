@@ -48,6 +48,8 @@ pytestmark = pytest.mark.anyio
 LEGACY_VERSION = "2025-06-18"
 HEADER_MISMATCH = -32020
 ANSWER_TIMEOUT_S = 30.0
+#: Nine servers start at once on a shared machine: their first answer may take a while.
+STARTUP_TIMEOUT_S = 120.0
 _URL_IN_BANNER = re.compile(r"at (http://\S+) \(")
 _ids = count()
 
@@ -136,16 +138,19 @@ class StdioSession(Session):
         assert self._process.stdin is not None
         await self._process.stdin.send(data + b"\n")
 
-    async def _wait_answer(self, rid: str) -> None:
-        with anyio.fail_after(ANSWER_TIMEOUT_S):
+    async def _wait_answer(self, rid: str, timeout: float = ANSWER_TIMEOUT_S) -> None:
+        with anyio.fail_after(timeout):
             while not answers_to(self._messages, rid):
                 await self._arrived.wait()
 
     async def start(self) -> None:
         if self.era == "legacy":
             await self._send(with_id(initialize(), "init"))
-            await self._wait_answer("init")
+            await self._wait_answer("init", STARTUP_TIMEOUT_S)
             await self._send(INITIALIZED)
+        else:
+            await self._send(with_id(ping("modern"), "init"))
+            await self._wait_answer("init", STARTUP_TIMEOUT_S)
 
     async def exchange(self, frame: bytes, wait_for: str | None) -> list[Any]:
         mark = len(self._messages)
@@ -211,16 +216,18 @@ class HttpSession(Session):
     async def _round_trip(self, frame: bytes) -> list[Any]:
         response = await self._post(frame)
         text = response.text
-        if response.headers.get("content-type", "").startswith("text/event-stream"):
-            got = [
-                json.loads(line[5:])
-                for line in text.splitlines()
-                if line.startswith("data:") and line[5:].strip()
-            ]
-        elif text.strip():
-            got = [json.loads(text)]
-        else:
-            got = []
+        try:
+            if response.headers.get("content-type", "").startswith("text/event-stream"):
+                lines = [line[5:] for line in text.splitlines() if line.startswith("data:")]
+                got = [json.loads(line) for line in lines if line.strip()]
+            elif text.strip():
+                got = [json.loads(text)]
+            else:
+                got = []
+        except ValueError:
+            raise AssertionError(
+                f"HTTP {response.status_code} with a body that is not JSON: {text[:200]!r}"
+            ) from None
         self._messages.extend(got)
         return got
 
@@ -352,7 +359,7 @@ async def http_process(target: Target, args: list[str], log: Path) -> AsyncItera
             [script_path(target.script), *args, "--transport", "http", "--port", "0"], stderr=stderr
         )
         try:
-            with anyio.fail_after(60):
+            with anyio.fail_after(STARTUP_TIMEOUT_S):
                 while not (found := _URL_IN_BANNER.search(log.read_text(errors="replace"))):
                     assert process.poll() is None, log.read_text(errors="replace")
                     await anyio.sleep(0.05)  # the banner is in a file: nothing to wait on

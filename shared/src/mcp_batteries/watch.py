@@ -38,7 +38,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 from watchfiles import Change
-from watchfiles._rust_notify import RustNotify
+from watchfiles._rust_notify import RustNotify, WatchfilesRustInternalError
 
 logger = logging.getLogger(__name__)
 
@@ -316,14 +316,33 @@ class WatchService:
                 await self._retry_later(watcher)
                 return
             while not watcher.stop.is_set():
-                raw = await anyio.to_thread.run_sync(
-                    watcher.notify.watch,
-                    self._debounce_ms,
-                    STEP_MS,
-                    WAIT_MS,
-                    watcher.stop,
-                    limiter=self._limiter,
-                )
+                try:
+                    raw = await anyio.to_thread.run_sync(
+                        watcher.notify.watch,
+                        self._debounce_ms,
+                        STEP_MS,
+                        WAIT_MS,
+                        watcher.stop,
+                        limiter=self._limiter,
+                    )
+                except WatchfilesRustInternalError as exc:
+                    # A changed name that is not UTF-8 cannot be decoded: the batch is lost, and
+                    # this notifier fails on it from now on. Start a fresh one and report the
+                    # roots as changed, rather than let the error end the server.
+                    logger.warning(
+                        "file watching: %s; treating %s as changed", exc, sorted(map(str, watcher.roots))
+                    )
+                    watcher.notify.close()
+                    watcher.notify = await anyio.to_thread.run_sync(
+                        RustNotify,
+                        sorted(str(root) for root in watcher.roots),
+                        False,
+                        False,
+                        50,
+                        watcher.recursive,
+                        True,
+                    )
+                    raw = {(int(Change.modified), str(root)) for root in watcher.roots}
                 if raw == "stop":
                     return
                 if isinstance(raw, set) and raw:
