@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pydantic_core
 import pytest
 from mcp.types import (
     INTERNAL_ERROR,
@@ -194,3 +195,9 @@ def test_an_unencodable_notification_is_dropped_and_our_unencodable_request_fail
         {"jsonrpc": "2.0", "id": 2, "error": {"code": -32602, "message": "no such file \udcff"}}
     )
     assert json.loads(encode_message(bad_error))["id"] == 2  # type: ignore[arg-type]
+
+
+def test_the_depth_limit_is_the_fast_parsers_so_what_it_accepts_needs_no_walk() -> None:
+    pydantic_core.from_json(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH)
+    with pytest.raises(ValueError, match="recursion limit"):
+        pydantic_core.from_json(b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1))

@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import pydantic_core
 from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -62,14 +63,12 @@ __all__ = [
 ]
 
 #: Deepest nesting of arrays and objects accepted in one message (the message itself is level
-#: 1, `params` 2, `params.arguments` 3). Real arguments nest a few levels; the SDK's parser gave
-#: up silently at ~200, and Python's at ~1,000 with a RecursionError.
-MAX_DEPTH = 128
+#: 1, `params` 2, `params.arguments` 3). It is the limit of the JSON parser the SDK uses
+#: (pydantic-core's jiter, pinned in tests), so a frame that parser accepts needs no walk; only
+#: deeper frames, which the SDK's reader dropped silently, are parsed again and answered.
+MAX_DEPTH = 201
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-#: A JSON escape of a UTF-16 surrogate. Valid pairs (`"\ud83d\ude00"`, as `json.dumps` writes
-#: emoji) match too, so a hit only means the parsed strings must be looked at.
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 #: The id at the start of a frame too large to parse (`{"jsonrpc": "2.0", "id": 7, ...`).
 _LEADING_ID = re.compile(
     rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")\s*[,}]'
@@ -104,22 +103,19 @@ Verdict = Accepted | Reply | None
 
 def check_frame(data: bytes) -> Verdict:
     """Decide what one inbound frame (a stdio line or an HTTP POST body) becomes."""
-    if not data.strip():
+    if not data or data.isspace():
         return None
     try:
-        text = data.decode("utf-8")
-        undecodable = False
-    except UnicodeDecodeError:
-        # Keep going so the reply can carry the request's id and name the parameter; the bad
-        # bytes become lone surrogates, which `_first_problem` reports.
-        text = data.decode("utf-8", "surrogateescape")
-        undecodable = True
-    try:
-        decoded = json.loads(text, parse_constant=_refuse_constant)
-    except RecursionError:
-        return error_reply(None, PARSE_ERROR, f"Parse error: the JSON nests deeper than {MAX_DEPTH} levels")
-    except ValueError as exc:
-        return error_reply(None, PARSE_ERROR, f"Parse error: {_short(str(exc))}")
+        # The fast path, and the SDK's own parser: it refuses lone surrogates, bytes that are
+        # not UTF-8, NaN and nesting beyond MAX_DEPTH, so what it accepts needs no more checks.
+        decoded = pydantic_core.from_json(data, allow_inf_nan=False)
+        suspect = undecodable = False
+    except ValueError:
+        parsed = _parse_slowly(data)
+        if isinstance(parsed, Reply):
+            return parsed
+        decoded, undecodable = parsed
+        suspect = True
     if isinstance(decoded, list):
         return _batch_reply(decoded)
     if not isinstance(decoded, dict):
@@ -135,7 +131,7 @@ def check_frame(data: bytes) -> Verdict:
         if _is_response(decoded) and request_id is not None:
             return _unusable_response(request_id, problem_text)
         return error_reply(request_id, code, problem_text)
-    if undecodable or _needs_walk(data, text):
+    if suspect:
         problem = _first_problem(decoded, undecodable)
         if problem is not None:
             return _content_problem_reply(decoded, request_id, problem)
@@ -273,11 +269,22 @@ def _batch_reply(batch: list[Any]) -> Reply:
     return Reply(b"[" + b",".join(replies) + b"]")
 
 
-def _needs_walk(data: bytes, text: str) -> bool:
-    """Whether the parsed frame may hide a lone surrogate or nest too deep (cheap, on raw text)."""
-    if _SURROGATE_ESCAPE.search(data) is not None:
-        return True
-    return text.count("[") + text.count("{") > MAX_DEPTH
+def _parse_slowly(data: bytes) -> tuple[Any, bool] | Reply:
+    """Parse what the fast parser refused, to answer it precisely: (the JSON, had bad bytes)."""
+    try:
+        text = data.decode("utf-8")
+        undecodable = False
+    except UnicodeDecodeError:
+        # Keep going so the reply can carry the request's id and name the parameter; the bad
+        # bytes become lone surrogates, which `_first_problem` reports.
+        text = data.decode("utf-8", "surrogateescape")
+        undecodable = True
+    try:
+        return json.loads(text, parse_constant=_refuse_constant), undecodable
+    except RecursionError:
+        return error_reply(None, PARSE_ERROR, f"Parse error: the JSON nests deeper than {MAX_DEPTH} levels")
+    except ValueError as exc:
+        return error_reply(None, PARSE_ERROR, f"Parse error: {_short(str(exc))}")
 
 
 @dataclass(frozen=True)
@@ -292,7 +299,7 @@ def _first_problem(value: Any, undecodable: bool) -> _Problem | None:
     while stack:
         item, depth, path = stack.pop()
         if isinstance(item, str):
-            found = _LONE_SURROGATE.search(item)
+            found = None if item.isascii() else _LONE_SURROGATE.search(item)
             if found is not None:
                 return _Problem(path, _describe_bad_char(found.group(), found.start(), undecodable))
             continue
