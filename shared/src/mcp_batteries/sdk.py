@@ -2,28 +2,37 @@
 
 `mcp` 2.3 has no public API for legacy `resources/subscribe`, for advertising `listChanged` on
 the handshake, or for reaching a request's connection. The workarounds below are the ones the
-SDK's migration guide recommends. `tests/shared/test_sdk.py` pins each behaviour, so an SDK
+SDK's migration guide recommends; the HTTP session manager hooks give each session its own
+resumable-SSE event store. `tests/shared/test_sdk.py` pins each behaviour, so an SDK
 upgrade that breaks one fails there first, and the fix is a change to this file alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server import MCPServer, NotificationOptions, Server, ServerRequestContext
 from mcp.server.auth.middleware.auth_context import auth_context_var
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.middleware.bearer_auth import (
+    AuthenticatedUser,
+    AuthorizationContext,
+    authorization_context,
+)
 from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
-from mcp.server.streamable_http import EventMessage
+from mcp.server.streamable_http import EventMessage, EventStore, StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCResponse, jsonrpc_message_adapter
 from pydantic import BaseModel
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
+
+from mcp_batteries.events import Owner
 
 __all__ = [
     "AuthenticatedUser",
@@ -36,10 +45,13 @@ __all__ = [
     "harden_http_writes",
     "has_tool",
     "lowlevel_server",
+    "open_sessions",
+    "request_owner",
     "serve_connection",
     "set_tool_argument_model",
     "set_tool_input_schema",
     "tool_argument_model",
+    "use_session_event_stores",
 ]
 
 
@@ -145,7 +157,6 @@ def harden_http_writes() -> None:
     Process-wide and idempotent.
     """
     from mcp.server import _streamable_http_modern as modern
-    from mcp.server.streamable_http import StreamableHTTPServerTransport
 
     from mcp_batteries.frames import encode_message
 
@@ -227,3 +238,62 @@ def set_tool_argument_model(server: MCPServer[Any], name: str, model: type[BaseM
     if not issubclass(model, original):
         raise TypeError(f"{model.__name__} must subclass the tool's argument model {original.__name__}")
     tool.fn_metadata.arg_model = model
+
+
+class SessionEventStores(Protocol):
+    """What `use_session_event_stores` needs: see `mcp_batteries.events.EventStores`."""
+
+    def open(self, session_id: str, owner: Owner) -> EventStore: ...
+
+    def close(self, session_id: str) -> None: ...
+
+    def serving(self, requester: Owner) -> AbstractContextManager[None]: ...
+
+
+def request_owner(scope: Scope) -> Owner:
+    """Who sent an HTTP request, as the session manager compares credentials (None: nobody)."""
+    user = scope.get("user")
+    return authorization_context(user) if isinstance(user, AuthenticatedUser) else None
+
+
+def use_session_event_stores(manager: StreamableHTTPSessionManager, stores: SessionEventStores) -> None:
+    """Give every stateful HTTP session an event store of its own, dropped when the session ends.
+
+    The manager hands every session's transport the one `event_store` it was built with, where
+    stream ids (JSON-RPC request ids) collide between sessions. Instead: the session's transport
+    gets `stores.open(session_id, owner)` when the manager admits it (private: `_admit_session`,
+    `StreamableHTTPServerTransport._event_store`), each request the transport serves runs in
+    `stores.serving(caller)` (so a replay can check who asks), and `stores.close(session_id)`
+    runs when the manager discards the session: DELETE, idle expiry, a failed opening request,
+    a crash (private: `_discard_session`). Shutdown drops every store with the manager.
+    """
+    admit = manager._admit_session
+    discard = manager._discard_session
+
+    def admit_with_store(requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
+        transport = admit(requestor)
+        if transport is None or transport.mcp_session_id is None:
+            return transport
+        transport._event_store = stores.open(transport.mcp_session_id, requestor)
+        handle = transport.handle_request
+
+        async def handle_request(scope: Scope, receive: Receive, send: Send) -> None:
+            with stores.serving(request_owner(scope)):
+                await handle(scope, receive, send)
+
+        transport.handle_request = handle_request  # type: ignore[method-assign]
+        return transport
+
+    async def discard_and_drop_store(session_id: str, transport: StreamableHTTPServerTransport) -> None:
+        try:
+            await discard(session_id, transport)
+        finally:
+            stores.close(session_id)
+
+    manager._admit_session = admit_with_store  # type: ignore[method-assign]
+    manager._discard_session = discard_and_drop_store  # type: ignore[method-assign]
+
+
+def open_sessions(manager: StreamableHTTPSessionManager) -> int:
+    """How many stateful sessions the manager tracks (private: `_server_instances`)."""
+    return len(manager._server_instances)
