@@ -75,6 +75,10 @@ def _fetch(scratch: Path) -> list[str]:
     return []
 
 
+def _tasks(scratch: Path) -> list[str]:
+    return ["--db", str(scratch / "tasks.db")]
+
+
 SERVERS: dict[str, Target] = {
     "filesystem": Target(
         "mcp-batteries-filesystem",
@@ -88,6 +92,7 @@ SERVERS: dict[str, Target] = {
     ),
     # Nothing listens on port 9 of loopback, and the SSRF policy refuses it first anyway.
     "fetch": Target("mcp-batteries-fetch", _fetch, {"url": "http://127.0.0.1:9/"}),
+    "tasks": Target("mcp-batteries-tasks", _tasks),
 }
 
 # -- frames ----------------------------------------------------------------------------------
