@@ -16,13 +16,18 @@ Servers: "ours" runs with `--max-rows 10000` so a 10,000-row SELECT comes back w
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import random
 import sqlite3
+import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: import the harness beside it
 
@@ -34,10 +39,17 @@ from harness import (
     Workload,
     anchor_path,
     arg_parser,
-    run_cli,
+    format_report,
+    options_from,
+    result_to_json,
+    run_suite,
+    server_environment,
     tool,
     venv_script,
 )
+
+# Ours returns a 10,000-row SELECT whole, like the reference (whose replies have no size limit).
+OURS_LIKE_FOR_LIKE = ["--max-rows", "10000"]
 
 N_TABLES = 200  # including `big`
 SMALL_ROWS = 20
@@ -135,7 +147,7 @@ def build(args: argparse.Namespace) -> Suite:
     db = make_database(BENCH_DIR / ".work" / "sql", big_rows)
     ours = [*args.ours_cmd.split(), f"sqlite:///{db}"]
     servers = [
-        ServerSpec("ours", [*ours, "--max-rows", "10000"], label=f"{args.ours_cmd} --max-rows 10000"),
+        ServerSpec("ours", [*ours, *OURS_LIKE_FOR_LIKE], label=f"{args.ours_cmd} --max-rows 10000"),
         ServerSpec(
             "anchor",
             [anchor_path("sqlite", "bin", "mcp-server-sqlite"), "--db-path", str(db)],
@@ -200,13 +212,229 @@ def build(args: argparse.Namespace) -> Suite:
     )
 
 
+# --------------------------------------------------------------------------------------------------
+# Through the SDK client (issue 10): the official `ClientSession`, as agent frameworks use it, with
+# its output-schema validation on, over a stdio transport whose reader splits lines linearly (the
+# SDK's own `stdio_client` re-splits its buffer per chunk: quadratic in a reply's size).
+
+
+@dataclass
+class SdkCall:
+    name: str
+    tool: str
+    arguments: dict[str, Any]
+    anchor: tuple[str, dict[str, Any]] | None = None
+    repeat: int = 20
+    quick_repeat: int = 5
+    check: Callable[[Any], str | None] | None = None
+
+
+@asynccontextmanager
+async def sdk_session(argv: list[str], log: Path) -> AsyncIterator[Any]:
+    """A `ClientSession` to a server process started from `argv`, over a linear-reader transport."""
+    import anyio
+    from mcp import types
+    from mcp.client.session import ClientSession
+    from mcp.shared.message import SessionMessage
+
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as err:
+        process = await anyio.open_process(argv, stderr=err, env=server_environment(None))
+    to_session, read_stream = anyio.create_memory_object_stream[Any](0)
+    write_stream, from_session = anyio.create_memory_object_stream[Any](0)
+
+    async def read_stdout() -> None:
+        assert process.stdout is not None
+        partial: list[bytes] = []
+        async with to_session:
+            while True:
+                try:
+                    chunk = await process.stdout.receive(1 << 20)
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
+                    return
+                start = 0
+                end = chunk.find(b"\n")
+                while end >= 0:
+                    partial.append(chunk[start:end])
+                    line = b"".join(partial)
+                    partial = []
+                    if line.strip():
+                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                        await to_session.send(SessionMessage(message))
+                    start = end + 1
+                    end = chunk.find(b"\n", start)
+                if start < len(chunk):
+                    partial.append(chunk[start:])
+
+    async def write_stdin() -> None:
+        assert process.stdin is not None
+        async with from_session:
+            async for item in from_session:
+                data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                await process.stdin.send(data.encode())
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_stdout)
+            tg.start_soon(write_stdin)
+            async with ClientSession(read_stream, write_stream) as session:
+                await session.initialize()
+                await session.list_tools()  # the output schemas the client validates against
+                yield session
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.terminate()
+                with anyio.move_on_after(5):
+                    await process.wait()
+                if process.returncode is None:
+                    process.kill()
+            await process.aclose()
+
+
+async def run_sdk_calls(
+    servers: list[ServerSpec], calls: list[SdkCall], *, quick: bool, log_dir: Path, repeat: int | None
+) -> dict[str, dict[str, list[float]]]:
+    """Each call K times per server, servers alternating per repetition; seconds per call."""
+    import anyio
+
+    times: dict[str, dict[str, list[float]]] = {c.name: {s.name: [] for s in servers} for c in calls}
+    async with AsyncExitStack() as stack:
+        sessions = {
+            s.name: await stack.enter_async_context(sdk_session(s.argv, log_dir / f"sdk-{s.name}.stderr.log"))
+            for s in servers
+        }
+        for call in calls:
+            k = repeat or (call.quick_repeat if quick else call.repeat)
+            print(f"  sdk: {call.name} x{k}", file=sys.stderr, flush=True)
+            for rep in range(k + 1):  # the first round warms up and is not recorded
+                order = servers if rep % 2 == 0 else servers[::-1]
+                for spec in order:
+                    tool_name, arguments = (
+                        call.anchor if spec.name == "anchor" and call.anchor else (call.tool, call.arguments)
+                    )
+                    with anyio.fail_after(300):
+                        t0 = time.perf_counter()
+                        result = await sessions[spec.name].call_tool(tool_name, arguments)
+                        seconds = time.perf_counter() - t0
+                    if result.is_error:
+                        raise RuntimeError(f"{spec.name} {call.name}: {result.content}")
+                    problem = call.check(result) if call.check else None
+                    if problem:
+                        raise RuntimeError(f"{spec.name} {call.name}: {problem}")
+                    if rep:
+                        times[call.name][spec.name].append(seconds)
+    return times
+
+
+def sdk_report(servers: list[ServerSpec], times: dict[str, dict[str, list[float]]]) -> str:
+    names = [s.name for s in servers]
+    head = ["workload (SDK ClientSession, validation on)", *[f"{n} median" for n in names]]
+    head += [f"{n}/anchor" for n in names if n != "anchor"]
+    rows = []
+    for call, per in times.items():
+        med = {n: statistics.median(v) for n, v in per.items() if v}
+        row = [call, *[f"{med[n] * 1000:.1f} ms" for n in names]]
+        row += [f"{med[n] / med['anchor']:.2f}x" for n in names if n != "anchor"]
+        rows.append(row)
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(head, widths, strict=True)) for c in []]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [head, *rows]]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def sdk_rows(total: int) -> Callable[[Any], str | None]:
+    """The SDK-client check: ours' structured row_count (or a page naming next_offset), the reference's
+    text counted as in `all_or_page`."""
+
+    def check(result: Any) -> str | None:
+        sc = result.structured_content
+        if isinstance(sc, dict):
+            got = sc["row_count"]
+            if got == total or (sc["truncated"] and sc["next_offset"] == got):
+                return None
+            return f"{got} rows"
+        text = "".join(getattr(c, "text", "") for c in result.content)
+        got = text.count("{'id': ")
+        return None if got == total else f"{got} rows, expected {total}"
+
+    return check
+
+
+def sdk_servers(args: argparse.Namespace, db: Path) -> list[ServerSpec]:
+    servers = [
+        ServerSpec("ours", [*args.ours_cmd.split(), f"sqlite:///{db}", *OURS_LIKE_FOR_LIKE]),
+        ServerSpec("anchor", [anchor_path("sqlite", "bin", "mcp-server-sqlite"), "--db-path", str(db)]),
+    ]
+    if args.before_cmd:
+        servers.append(
+            ServerSpec("before", [*args.before_cmd.split(), f"sqlite:///{db}", "--max-rows", "10000"])
+        )
+    return servers
+
+
+def sdk_calls() -> list[SdkCall]:
+    select_10k = "SELECT * FROM big WHERE id <= 10000"
+    return [
+        SdkCall("SELECT 1", "query", {"sql": "SELECT 1"}, ("read_query", {"query": "SELECT 1"}), 100, 20),
+        SdkCall(
+            "SELECT 10,000 rows",
+            "query",
+            {"sql": select_10k},
+            ("read_query", {"query": select_10k}),
+            20,
+            5,
+            sdk_rows(10_000),
+        ),
+        SdkCall("list_tables (200 tables)", "list_tables", {}, ("list_tables", {}), 50, 10),
+        SdkCall(
+            "describe_table big",
+            "describe_table",
+            {"table": "big"},
+            ("describe_table", {"table_name": "big"}),
+            50,
+            10,
+        ),
+    ]
+
+
 def main() -> None:
     parser = arg_parser(__doc__.splitlines()[0] if __doc__ else "sql benchmark")
     parser.add_argument(
         "--ours-cmd", default=venv_script("mcp-sql"), help="command for our server, without the URL"
     )
     parser.add_argument("--slow-n", type=int, default=4_000_000, help="rows the slow recursive CTE counts to")
-    run_cli(build, parser)
+    parser.add_argument(
+        "--client",
+        choices=("raw", "sdk", "both"),
+        default="both",
+        help="raw: the harness's JSON-RPC client; sdk: the SDK ClientSession (linear reader); both",
+    )
+    parser.add_argument(
+        "--before-cmd",
+        help="SDK client only: also run this older build of ours (e.g. bench/.work/before/.venv/bin/mcp-sql)",
+    )
+    args = parser.parse_args()
+    if args.client in ("raw", "both"):
+        suite = build(args)
+        result = asyncio.run(run_suite(suite, options_from(args)))
+        print(format_report(result))
+        if args.json:
+            import json
+
+            args.json.write_text(json.dumps(result_to_json(result), indent=2, default=str))
+    if args.client in ("sdk", "both"):
+        db = make_database(BENCH_DIR / ".work" / "sql", 10_000 if args.quick else 100_000)
+        servers = sdk_servers(args, db)
+        calls = [c for c in sdk_calls() if not args.filter or args.filter in c.name]
+        times = asyncio.run(
+            run_sdk_calls(servers, calls, quick=args.quick, log_dir=args.log_dir, repeat=args.repeat)
+        )
+        print()
+        print(sdk_report(servers, times))
+        print("servers: " + "; ".join(f"{s.name}: {' '.join(s.argv)}" for s in servers))
 
 
 if __name__ == "__main__":

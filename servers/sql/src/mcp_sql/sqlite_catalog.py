@@ -1,7 +1,7 @@
 """SQLite catalog introspection: tables, table descriptions, row estimates and schema fingerprints.
 
 Fixed queries on sqlite_master and the table-valued pragmas; table names are bound as parameters,
-except in the row count of `_estimate`, which quotes a name read from sqlite_master. Every query runs
+except in the row counts, which quote names read from sqlite_master. Every query runs
 through the engine's `fetch` (SQLiteDatabase._meta): on the read-only connection, as the server's own
 statement (the authorizer's internal mode), under the statement timeout.
 """
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
 import sqlglot
-from mcp_batteries.errors import BatteriesError, NotFound
+from mcp_batteries.errors import BatteriesError, LimitExceeded, NotFound
 from sqlglot import exp
 
 from mcp_sql import render
@@ -29,14 +29,19 @@ from mcp_sql.models import (
     TableKind,
 )
 
-COUNT_CAP = 100_000
+#: Seconds the row counts of one listing or description may take before they are left out.
+COUNT_DEADLINE_S = 2.0
+# SQLite allows 500 terms in one compound SELECT.
+_COUNTS_PER_STATEMENT = 400
 _STAT1_PRESENT = "SELECT 1 FROM sqlite_master WHERE type='table' AND name='sqlite_stat1'"
 
 
 class Fetch(Protocol):
-    """Runs one catalog query with its parameters and returns all its rows."""
+    """Runs one catalog query with its parameters (and a shorter deadline) and returns all its rows."""
 
-    async def __call__(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+    async def __call__(
+        self, sql: str, params: Sequence[Any] = (), timeout_s: float | None = None
+    ) -> list[Any]: ...
 
 
 class SQLiteCatalog:
@@ -57,31 +62,64 @@ class SQLiteCatalog:
             raise NotFound(f"schema {schema!r} does not exist: a SQLite database has one schema, 'main'")
 
     async def list_tables(self, schema: str | None = None) -> list[TableInfo]:
+        """Every table and view; row counts only where ANALYZE recorded them (see `with_row_counts`)."""
         self._check_schema(schema)
         rows = await self._fetch(
-            "SELECT name, type, sql FROM sqlite_master WHERE type IN ('table','view') "
-            "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
+            "SELECT name, type, sql FROM sqlite_master WHERE type IN ('table','view') ORDER BY name"
         )
-        stats = await self._stat1()
+        has_stat1 = any(name == "sqlite_stat1" for name, _, _ in rows)
+        stats = await self._stat1() if has_stat1 else {}
         tables = []
         for name, kind, sql in rows:
-            estimate, estimate_kind = await self._estimate(name, _kind(kind, sql), stats)
+            if str(name).startswith("sqlite_"):
+                continue
+            estimate = stats.get(name)
             tables.append(
                 TableInfo(
                     schema_name="main",
                     name=name,
                     kind=_kind(kind, sql),
                     row_estimate=estimate,
-                    row_estimate_kind=estimate_kind,
+                    row_estimate_kind="statistics" if estimate is not None else None,
                     comment=None,
                 )
             )
         return tables
 
+    async def with_row_counts(self, tables: list[TableInfo]) -> tuple[list[TableInfo], str | None]:
+        """`tables` with exact row counts where no statistics give one, and a note when counting stopped.
+
+        One statement counts them all (count(*) of a whole table walks its b-tree without reading the
+        rows), under a short deadline: a database with huge tables answers without counts, saying so.
+        """
+        wanted = [t.name for t in tables if t.kind == "table" and t.row_estimate is None]
+        counts: dict[str, int] = {}
+        note = None
+        try:
+            for start in range(0, len(wanted), _COUNTS_PER_STATEMENT):
+                batch = wanted[start : start + _COUNTS_PER_STATEMENT]
+                sql = " UNION ALL ".join(
+                    f"SELECT {i}, count(*) FROM {render.quote_ident(name)}" for i, name in enumerate(batch)
+                )
+                for i, count in await self._fetch(sql, (), COUNT_DEADLINE_S):
+                    counts[batch[int(i)]] = int(count)
+        except LimitExceeded:
+            note = (
+                f"row counts of {len(wanted) - len(counts)} tables left out: counting them took longer "
+                f"than {COUNT_DEADLINE_S:g} s (run ANALYZE to get estimates)"
+            )
+        except BatteriesError as exc:
+            note = f"row counts of {len(wanted) - len(counts)} tables left out: {exc}"
+        return [
+            t.model_copy(update={"row_estimate": counts[t.name], "row_estimate_kind": "exact"})
+            if t.name in counts
+            else t
+            for t in tables
+        ], note
+
     async def _stat1(self, table: str | None = None) -> dict[str, int]:
         """Row counts that ANALYZE recorded, of every table or only of `table`."""
-        present = await self._fetch(_STAT1_PRESENT)
-        if not present:
+        if table is not None and not await self._fetch(_STAT1_PRESENT):
             return {}
         if table is None:
             rows = await self._fetch("SELECT tbl, stat FROM sqlite_stat1")
@@ -102,13 +140,10 @@ class SQLiteCatalog:
         if kind != "table":
             return None, None  # counting a view runs its whole query
         try:
-            rows = await self._fetch(
-                f"SELECT count(*) FROM (SELECT 1 FROM {render.quote_ident(name)} LIMIT {COUNT_CAP + 1})"
-            )
+            rows = await self._fetch(f"SELECT count(*) FROM {render.quote_ident(name)}", (), COUNT_DEADLINE_S)
         except BatteriesError:
             return None, None
-        count = int(rows[0][0])
-        return (COUNT_CAP, "at_least") if count > COUNT_CAP else (count, "exact")
+        return int(rows[0][0]), "exact"
 
     async def describe_table(self, table: str, schema: str | None = None) -> TableDescription:
         self._check_schema(schema)

@@ -43,10 +43,10 @@ def default_database_path() -> Path:
     return Path(base) / "mcp-batteries" / "sql" / "default.db"
 
 
-def ensure_sqlite_file(path: Path) -> None:
-    """Create an empty SQLite database (and its directory) if it does not exist yet."""
+def ensure_sqlite_file(path: Path) -> bool:
+    """Create an empty SQLite database (and its directory) if it does not exist yet; True if created."""
     if path.exists():
-        return
+        return False
     path.parent.mkdir(parents=True, exist_ok=True)
     # sqlite3.connect creates the file; a zero-length file is already a valid empty database,
     # but writing the header makes the file recognisable to other tools straight away.
@@ -56,6 +56,7 @@ def ensure_sqlite_file(path: Path) -> None:
         conn.execute("VACUUM")
     finally:
         conn.close()
+    return True
 
 
 def parse_url(url: str) -> ParsedURL:
