@@ -33,7 +33,7 @@ def with_returned_rows(
     limits: ResultLimits,
 ) -> StatementResult:
     """`result` with the rows its statement returned (RETURNING, ...): at most max_rows, values cut."""
-    safe, cuts, _ = json_safe_rows(rows[: limits.max_rows], limits.max_value_bytes)
+    safe, cuts = json_safe_rows(rows[: limits.max_rows], limits.max_value_bytes)
     notes = []
     if len(rows) > limits.max_rows:
         notes.append(f"{len(rows)} rows returned, the first {limits.max_rows} shown")

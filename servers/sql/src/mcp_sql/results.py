@@ -3,8 +3,11 @@
 The engines fetch rows in chunks and hand each to a `PageBuilder`, which makes the values JSON-safe
 (values.py), cuts each text or binary value to `max_value_bytes`, serializes the chunk once, and stops
 the fetch when the page has `limit` rows or its rows reach `max_reply_bytes`. Chunks start at one row
-and grow with the rows' measured size, so a query whose values are huge never holds more than about
-`CHUNK_TARGET_BYTES` of them at once, and a page of small rows needs only a few fetches.
+and grow at most fourfold per fetch, as far as the rows' measured size allows (about
+`CHUNK_TARGET_BYTES` per chunk): a query whose values are huge holds few of them at once, and a page
+of small rows needs a handful of fetches. What is not bounded here: one row is fetched whole, so a
+single value of hundreds of megabytes passes through memory once (the driver materializes it) before
+it is cut.
 
 The page is returned twice in the tool result, as the tool's structured content and, for hosts that
 show only text, as the compact JSON of that same object (docs/sql.md says why not a text table).
@@ -126,7 +129,7 @@ class PageBuilder:
 
     def _take(self, chunk: Sequence[Sequence[Any]]) -> None:
         start = len(self._rows)
-        rows, cuts, raw_bytes = json_safe_rows(chunk, self._limits.max_value_bytes, first_row=start)
+        rows, cuts = json_safe_rows(chunk, self._limits.max_value_bytes, first_row=start)
         if self._infer is not None and None in self._types:
             self._fill_types(chunk)
         encoded = pydantic_core.to_json(rows)
@@ -143,8 +146,7 @@ class PageBuilder:
             self._json_parts.append(encoded[1:-1])
             self._bytes += len(encoded)
             self._cuts.extend(cuts)
-        average = max(raw_bytes / max(len(chunk), 1), 1.0)
-        self._chunk = max(1, min(MAX_CHUNK_ROWS, int(CHUNK_TARGET_BYTES / average)))
+        self._chunk = next_chunk_size(chunk)
 
     def _fill_types(self, chunk: Sequence[Sequence[Any]]) -> None:
         assert self._infer is not None
@@ -227,30 +229,33 @@ class PageBuilder:
 
 
 def next_chunk_size(rows: Sequence[Sequence[Any]]) -> int:
-    """Rows to fetch next after `rows` (e.g. while skipping to an offset), judged by a sample's size."""
+    """Rows to fetch after the chunk `rows`: at most 4 times as many, and about CHUNK_TARGET_BYTES.
+
+    The size of a row is judged by a sample of the chunk; growing by at most 4x per chunk keeps a
+    query whose first rows are small and later ones huge from fetching thousands of huge rows at once.
+    """
     if not rows:
         return 1
     step = max(len(rows) // 8, 1)
     sample = rows[::step]
     size = sum(len(v) if isinstance(v, str | bytes) else _ROW_OVERHEAD for row in sample for v in row)
     average = max(size / len(sample), 1.0)
-    return max(1, min(MAX_CHUNK_ROWS, int(CHUNK_TARGET_BYTES / average)))
+    return max(1, min(MAX_CHUNK_ROWS, 4 * len(rows), int(CHUNK_TARGET_BYTES / average)))
 
 
 def json_safe_rows(
     rows: Sequence[Sequence[Any]], max_value_bytes: int, *, first_row: int = 0
-) -> tuple[list[Sequence[Any]], list[_Cut], int]:
-    """Rows made JSON-safe with every value cut to `max_value_bytes`, the cuts, and the rows' raw size.
+) -> tuple[list[Sequence[Any]], list[_Cut]]:
+    """Rows made JSON-safe with every value cut to `max_value_bytes`, and the cuts.
 
     Work goes column by column: a column's values share a type, and columns of only ints, NULLs and
     short texts (most of them) are left alone without a call per cell. Only rows with a value that
     changes are copied.
     """
     if not rows:
-        return [], [], 0
+        return [], []
     patched: dict[int, list[Any]] = {}
     cuts: list[_Cut] = []
-    raw = 0
     quick_fit = max_value_bytes // 4  # a text of at most this many characters fits in any encoding
 
     def patch(r: int, c: int, value: Any) -> None:
@@ -263,9 +268,7 @@ def json_safe_rows(
         kinds = set(map(type, column))
         if str in kinds:
             texts = column if len(kinds) == 1 else [v for v in column if type(v) is str]
-            lengths = list(map(len, texts))
-            raw += sum(lengths)
-            if max(lengths) > quick_fit:
+            if max(map(len, texts)) > quick_fit:
                 for r, value in enumerate(column):
                     if type(value) is str and len(value) > quick_fit:
                         shown = cut_text(value, max_value_bytes)
@@ -273,45 +276,39 @@ def json_safe_rows(
                             patch(r, c, shown)
                             cuts.append(_Cut(first_row + r, c, len(shown), len(value), "characters"))
         odd = kinds - _PLAIN
-        raw += _ROW_OVERHEAD * len(column)
-        if not odd:
-            continue
-        if odd == {float} and all(map(math.isfinite, [v for v in column if type(v) is float])):
+        if not odd or (odd == {float} and all(map(math.isfinite, [v for v in column if type(v) is float]))):
             continue
         for r, value in enumerate(column):
             if type(value) in odd:
-                converted, cut, size = _convert(value, max_value_bytes)
-                raw += size
+                converted, cut = _convert(value, max_value_bytes)
                 patch(r, c, converted)
                 if cut is not None:
-                    cuts.append(_Cut(first_row + r, c, cut[0], cut[1], cut[2]))
+                    cuts.append(_Cut(first_row + r, c, *cut))
     if not patched:
-        return list(rows), cuts, raw
-    out = [patched.get(r, row) for r, row in enumerate(rows)]
+        return list(rows), cuts
     cuts.sort(key=lambda cut: (cut.row, cut.column))
-    return out, cuts, raw
+    return [patched.get(r, row) for r, row in enumerate(rows)], cuts
 
 
-def _convert(value: Any, max_bytes: int) -> tuple[Any, tuple[int, int, str] | None, int]:
-    """(JSON-safe value, (shown, total, unit) when cut, raw size)."""
+def _convert(value: Any, max_bytes: int) -> tuple[Any, tuple[int, int, str] | None]:
+    """(JSON-safe value, (shown, total, unit) when it was cut)."""
     if isinstance(value, bytes | bytearray | memoryview):
         data = bytes(value)
         if len(data) > max_bytes:
-            return to_json_value(data[:max_bytes]), (max_bytes, len(data), "bytes"), len(data)
-        return to_json_value(data), None, len(data)
+            return to_json_value(data[:max_bytes]), (max_bytes, len(data), "bytes")
+        return to_json_value(data), None
     converted = to_json_value(value)
     if isinstance(converted, str):
         shown = cut_text(converted, max_bytes)
         if shown is not None:
-            return shown, (len(shown), len(converted), "characters"), len(converted)
-        return converted, None, len(converted)
+            return shown, (len(shown), len(converted), "characters")
+        return converted, None
     if isinstance(converted, dict | list):
         text = pydantic_core.to_json(converted).decode()
         if len(text) > max_bytes:
             shown = cut_text(text, max_bytes) or text
-            return shown, (len(shown), len(text), "characters of its JSON text"), len(text)
-        return converted, None, len(text)
-    return converted, None, _ROW_OVERHEAD
+            return shown, (len(shown), len(text), "characters of its JSON text")
+    return converted, None
 
 
 def _json(value: Any) -> str:
