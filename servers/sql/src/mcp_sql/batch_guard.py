@@ -47,6 +47,7 @@ _LITERAL_TOKENS = {TokenType.STRING, TokenType.IDENTIFIER, TokenType.NUMBER, Tok
 # Inside a PL/pgSQL body (DO): COMMIT / ROLLBACK as statements.
 _PLPGSQL_CONTROL = re.compile(r"(?:^|[;\s])(COMMIT|ROLLBACK)\b(?:\s+AND\s+(?:NO\s+)?CHAIN)?\s*(?:;|$)", re.I)
 _DOLLAR_BODY = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$(.*)\$\1\$", re.DOTALL)
+_QUOTED_BODY = re.compile(r"'((?:[^']|'')*)'", re.DOTALL)
 
 
 def check_batch(statements: Sequence[str], dialect: Dialect, *, transaction: bool) -> None:
@@ -116,7 +117,8 @@ def transaction_control(tokens: list[Token], dialect: Dialect) -> str | None:
     if dialect == "postgres" and first == "DO" and len(tokens) > 1:
         body = " ".join(t.text for t in tokens[1:])
         dollar = _DOLLAR_BODY.search(body)
-        code = dollar.group(2) if dollar else body
+        quoted = _QUOTED_BODY.search(body)
+        code = dollar.group(2) if dollar else quoted.group(1).replace("''", "'") if quoted else body
         match = _PLPGSQL_CONTROL.search(_strip_plpgsql_noise(code))
         if match:
             return f"{match.group(1).upper()} inside a DO block"

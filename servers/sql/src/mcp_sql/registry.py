@@ -21,7 +21,7 @@ from mcp_sql.config import SqlSettings
 from mcp_sql.database import Database, open_database
 from mcp_sql.render import safe_text
 from mcp_sql.uris import parse_uri, schema_uri, table_uri
-from mcp_sql.urls import parse_database_specs, redact_url
+from mcp_sql.urls import check_sqlite_file, parse_database_specs, parse_url, redact_url
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,10 @@ class Databases:
     def __init__(self, settings: SqlSettings) -> None:
         self._settings = settings
         self._specs = parse_database_specs([*settings.databases, *settings.db])
+        for url in self._specs.values():
+            parsed = parse_url(url)
+            if parsed.sqlite_path is not None:
+                check_sqlite_file(parsed.sqlite_path)
         self._open: dict[str, Database] = {}
 
     @property

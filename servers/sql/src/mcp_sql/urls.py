@@ -59,6 +59,31 @@ def ensure_sqlite_file(path: Path) -> bool:
     return True
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_sqlite_file(path: Path) -> None:
+    """Refuse an existing file that is not a SQLite database (an empty file is an empty database).
+
+    Checked when the server is built, before it serves anything: SQLite itself would open any file
+    and fail only at the first statement.
+    """
+    try:
+        with path.open("rb") as file:
+            head = file.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a directory, not a SQLite database file") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if head and head != SQLITE_HEADER:
+        raise ConfigError(
+            f"{path} is not a SQLite database (it does not start with the SQLite header); give a "
+            "SQLite database file or a postgresql:// URL"
+        )
+
+
 def parse_url(url: str) -> ParsedURL:
     """Classify one database URL; raises ConfigError with a message naming the accepted forms."""
     text = url.strip()
