@@ -208,3 +208,40 @@ async def test_output_schema_rows_have_no_per_row_schema(sqlite_file: Path, era:
         sc = result.structured_content
         assert sc["cut_values"][0]["total"] == 1000 and "substr(long, 65," in sc["note"]
         assert json.loads(result.content[0].text) == sc
+
+
+@pytest.mark.parametrize(
+    ("sql", "params", "expected"),
+    [
+        ("SELECT g, 'v' || g AS v FROM generate_series(1, 5) g ORDER BY g DESC", None,
+         [[5, "v5"], [4, "v4"], [3, "v3"], [2, "v2"], [1, "v1"]]),
+        ("SELECT 'a' AS x -- a trailing comment", None, [["a"]]),
+        ("SELECT 'a', 'b', NULL::text", None, [["a", "b", None]]),
+        ("SELECT $1::text || '!' AS shout, $2::int AS n", ["hey", 7], [["hey!", 7]]),
+        ("VALUES ('x'::varchar(3), '\\x0102'::bytea)", None, [["x", {"$base64": "AQI="}]]),
+        ("TABLE t", None, [[1, "alice"], [2, "bob"], [3, "carol"]]),
+    ],
+)  # fmt: skip
+async def test_postgres_server_side_cut_keeps_results_the_same(
+    pg_ro: Database, sql: str, params: Any, expected: list[list[Any]]
+) -> None:
+    result = await pg_ro.query(sql, params, limit=10)
+    assert as_lists(result.rows) == expected
+    assert result.cut_values == []
+
+
+async def test_postgres_long_bytea_is_cut_on_the_server(pg_seeded: Any) -> None:
+    db = await open_database(
+        "main", pg_seeded.dsn, allow_write=False, statement_timeout_s=30, max_rows=10,
+        max_value_bytes=64, pg_reader_role=pg_seeded.reader_role,
+    )  # fmt: skip
+    try:
+        result = await db.query(
+            "SELECT decode(repeat('ff', 100000), 'hex') AS b, 'é' || repeat('z', 99) AS t", None, limit=1
+        )
+        cuts = {c.column: (c.shown, c.total, c.unit) for c in result.cut_values}
+        assert cuts == {"b": (64, 100_000, "bytes"), "t": (63, 100, "characters")}
+        assert result.rows[0][0] == {"$base64": base64.b64encode(b"\xff" * 64).decode()}
+        assert result.rows[0][1] == "é" + "z" * 62  # 64 bytes of UTF-8
+    finally:
+        await db.close()

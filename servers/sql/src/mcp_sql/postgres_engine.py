@@ -46,6 +46,7 @@ from mcp_sql.engine_common import CatalogMethods, explain_target, page_bounds
 from mcp_sql.guard import check_postgres_explain_target, check_postgres_read
 from mcp_sql.models import ExecuteResult, QueryResult
 from mcp_sql.pg_params import coerce_params, positional_params
+from mcp_sql.postgres_caps import capped_select
 from mcp_sql.postgres_catalog import PostgresCatalog
 from mcp_sql.postgres_pool import DRIVER_ERRORS, PgPool
 from mcp_sql.postgres_write import PostgresWriter
@@ -117,22 +118,27 @@ class PostgresDatabase(CatalogMethods):
                 prepared = await conn.prepare(statement.sql, timeout=timeout)
                 bound = coerce_params(prepared.get_parameters(), args)
                 attributes = prepared.get_attributes()
+                types = [pg_type_name(a.type) for a in attributes]
+                capped = (
+                    capped_select(statement.sql, types, self.limits.max_value_bytes)
+                    if statement.kind == "select"
+                    else None
+                )
+                if capped is not None:  # long text and bytea values are cut on the server
+                    prepared = await conn.prepare(capped.sql, timeout=timeout)
                 # A portal-backed cursor: the server produces rows on demand, so only the rows of
                 # this page (and one more) cross the wire; skipped rows stay on the server.
                 cursor = await prepared.cursor(*bound, timeout=timeout)
                 if offset:
                     await cursor.forward(offset, timeout=timeout)
                 page = PageBuilder(
-                    [a.name for a in attributes],
-                    [pg_type_name(a.type) for a in attributes],
-                    limit=limit,
-                    offset=offset,
-                    limits=self.limits,
+                    [a.name for a in attributes], types, limit=limit, offset=offset, limits=self.limits
                 )
                 while not page.done:
                     wanted = page.wanted()
                     records = await cursor.fetch(wanted, timeout=timeout)
-                    page.add(list(map(tuple, records)), exhausted=len(records) < wanted)
+                    rows = capped.restore(records) if capped is not None else list(map(tuple, records))
+                    page.add(rows, exhausted=len(records) < wanted)
             except DRIVER_ERRORS as exc:
                 raise self._pool.map_error(exc, statement.sql) from exc
         return page.finish()

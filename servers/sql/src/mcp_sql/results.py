@@ -61,6 +61,15 @@ class Page:
         return self.result.to_json()
 
 
+@dataclass(frozen=True)
+class Truncated:
+    """A value the database already cut (postgres_caps.py): its first part and its full length in
+    characters (text) or bytes (binary)."""
+
+    head: str | bytes
+    total: int
+
+
 @dataclass
 class _Cut:
     row: int
@@ -292,6 +301,15 @@ def json_safe_rows(
 
 def _convert(value: Any, max_bytes: int) -> tuple[Any, tuple[int, int, str] | None]:
     """(JSON-safe value, (shown, total, unit) when it was cut)."""
+    if isinstance(value, Truncated):
+        if isinstance(value.head, bytes):
+            return to_json_value(value.head[:max_bytes]), (
+                min(len(value.head), max_bytes),
+                value.total,
+                "bytes",
+            )
+        head = cut_text(value.head, max_bytes) or value.head
+        return head, (len(head), value.total, "characters")
     if isinstance(value, bytes | bytearray | memoryview):
         data = bytes(value)
         if len(data) > max_bytes:
