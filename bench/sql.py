@@ -1,16 +1,26 @@
 """Benchmark: mcp-sql (ours) vs the archived reference mcp-server-sqlite, same run, on one SQLite file.
 
     bash bench/anchors.sh                               # once: installs the reference server
-    uv run --all-packages python bench/sql.py           # full run
+    uv run --all-packages python bench/sql.py           # full run: raw JSON-RPC client, then SDK client
     uv run --all-packages python bench/sql.py --quick   # smoke check (10,000-row big table)
+    uv run --all-packages python bench/sql.py --client sdk --before-cmd OLD/.venv/bin/mcp-sql
+                                                        # SDK client only, with an older build beside
 
 Data (`bench/.work/sql/bench-100000.db`, generated once in ~1 s, 16 MB): 199 small tables `t000`..`t198` (5
 columns, 2 indexes, a foreign key to the previous table, 20 rows each) and `big`: 100,000 rows of
 mixed types (integer, real, text, ISO date, boolean, NULLs, small blobs), indexed, with a foreign key.
 
-Servers: "ours" runs with `--max-rows 10000` so a 10,000-row SELECT comes back whole (like for like);
-"ours-500" is ours with its default row limit (500 rows per page). The reference returns every row as
-`str(list_of_dicts)`; it accepts only statements starting with SELECT, hence the slow query's form.
+Servers: "ours" runs with `--max-rows 10000 --max-reply-bytes 16000000` so a 10,000-row SELECT comes
+back whole (like for like); "ours-500" is ours with its default limits (500 rows, 512 KiB per page).
+The reference returns every row as `str(list_of_dicts)`; it accepts only statements starting with
+SELECT, hence the slow query's form.
+
+Two clients (`--client raw|sdk|both`):
+- raw: the harness's own JSON-RPC client (bench/harness.py): server time plus transport.
+- sdk: the official `ClientSession`, as agent frameworks use it, with its output-schema validation
+  on, over a stdio transport with a linear line reader (the SDK's own `stdio_client` re-splits its
+  buffer per chunk, quadratic in a reply's size): what a client really pays for a reply. A second
+  database of 200 tables without ANALYZE statistics measures list_tables when rows must be counted.
 """
 
 from __future__ import annotations
@@ -205,7 +215,7 @@ def build(args: argparse.Namespace) -> Suite:
         workloads=workloads,
         notes=[
             f"data: {db}: {N_TABLES} tables ({N_TABLES - 1} x {SMALL_ROWS} rows + big, {big_rows:,} rows)",
-            "ours sends rows twice (a text table + structuredContent); the reference str(list of dicts)",
+            "ours sends rows twice (compact JSON text + structuredContent); the reference str(list of dicts)",
             "SELECT *: ours returns one page (10,000 / 500 rows, truncated, next_offset), the reference all",
             "bytecode cache: on for every server (harness.server_environment)",
             f"machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}",
@@ -228,6 +238,8 @@ class SdkCall:
     repeat: int = 20
     quick_repeat: int = 5
     check: Callable[[Any], str | None] | None = None
+    database: str = "big"
+    """Which database the servers answer from: "big" (the main data) or "catalog" (no statistics)."""
 
 
 @asynccontextmanager
@@ -295,29 +307,43 @@ async def sdk_session(argv: list[str], log: Path) -> AsyncIterator[Any]:
 
 
 async def run_sdk_calls(
-    servers: list[ServerSpec], calls: list[SdkCall], *, quick: bool, log_dir: Path, repeat: int | None
+    servers: dict[str, list[ServerSpec]],
+    calls: list[SdkCall],
+    *,
+    quick: bool,
+    log_dir: Path,
+    repeat: int | None,
 ) -> dict[str, dict[str, list[float]]]:
-    """Each call K times per server, servers alternating per repetition; seconds per call."""
+    """Each call K times per server, servers alternating per repetition; seconds per call.
+
+    `servers` maps a database ("big", "catalog") to the servers answering from it; all stay up for
+    the whole run, one SDK session each.
+    """
     import anyio
 
-    times: dict[str, dict[str, list[float]]] = {c.name: {s.name: [] for s in servers} for c in calls}
+    names = [s.name for s in next(iter(servers.values()))]
+    times: dict[str, dict[str, list[float]]] = {c.name: {n: [] for n in names} for c in calls}
     async with AsyncExitStack() as stack:
         sessions = {
-            s.name: await stack.enter_async_context(sdk_session(s.argv, log_dir / f"sdk-{s.name}.stderr.log"))
-            for s in servers
+            (db, s.name): await stack.enter_async_context(
+                sdk_session(s.argv, log_dir / f"sdk-{s.name}-{db}.stderr.log")
+            )
+            for db, specs in servers.items()
+            if any(c.database == db for c in calls)
+            for s in specs
         }
         for call in calls:
             k = repeat or (call.quick_repeat if quick else call.repeat)
             print(f"  sdk: {call.name} x{k}", file=sys.stderr, flush=True)
+            specs = servers[call.database]
             for rep in range(k + 1):  # the first round warms up and is not recorded
-                order = servers if rep % 2 == 0 else servers[::-1]
-                for spec in order:
+                for spec in specs if rep % 2 == 0 else specs[::-1]:
                     tool_name, arguments = (
                         call.anchor if spec.name == "anchor" and call.anchor else (call.tool, call.arguments)
                     )
                     with anyio.fail_after(300):
                         t0 = time.perf_counter()
-                        result = await sessions[spec.name].call_tool(tool_name, arguments)
+                        result = await sessions[call.database, spec.name].call_tool(tool_name, arguments)
                         seconds = time.perf_counter() - t0
                     if result.is_error:
                         raise RuntimeError(f"{spec.name} {call.name}: {result.content}")
@@ -340,7 +366,6 @@ def sdk_report(servers: list[ServerSpec], times: dict[str, dict[str, list[float]
         row += [f"{med[n] / med['anchor']:.2f}x" for n in names if n != "anchor"]
         rows.append(row)
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    lines = [" | ".join(c.ljust(w) for c, w in zip(head, widths, strict=True)) for c in []]
     lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [head, *rows]]
     lines.insert(1, "-+-".join("-" * w for w in widths))
     return "\n".join(lines)
@@ -362,16 +387,42 @@ def sdk_rows(total: int) -> Callable[[Any], str | None]:
     return check
 
 
-def sdk_servers(args: argparse.Namespace, db: Path) -> list[ServerSpec]:
-    servers = [
-        ServerSpec("ours", [*args.ours_cmd.split(), f"sqlite:///{db}", *OURS_LIKE_FOR_LIKE]),
-        ServerSpec("anchor", [anchor_path("sqlite", "bin", "mcp-server-sqlite"), "--db-path", str(db)]),
-    ]
-    if args.before_cmd:
-        servers.append(
-            ServerSpec("before", [*args.before_cmd.split(), f"sqlite:///{db}", "--max-rows", "10000"])
-        )
+def sdk_servers(args: argparse.Namespace, databases: dict[str, Path]) -> dict[str, list[ServerSpec]]:
+    """Per database: ours (like for like), the reference and, with --before-cmd, an older ours."""
+    servers: dict[str, list[ServerSpec]] = {}
+    for key, db in databases.items():
+        specs = [
+            ServerSpec("ours", [*args.ours_cmd.split(), f"sqlite:///{db}", *OURS_LIKE_FOR_LIKE]),
+            ServerSpec("anchor", [anchor_path("sqlite", "bin", "mcp-server-sqlite"), "--db-path", str(db)]),
+        ]
+        if args.before_cmd:
+            # The older build has no byte limit on replies, only the row limit.
+            specs.append(
+                ServerSpec("before", [*args.before_cmd.split(), f"sqlite:///{db}", "--max-rows", "10000"])
+            )
+        servers[key] = specs
     return servers
+
+
+def make_catalog_database(root: Path) -> Path:
+    """200 small tables and no ANALYZE statistics: list_tables must count their rows itself."""
+    db = root / "catalog-200.db"
+    if db.exists():
+        return db
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = db.with_suffix(".tmp")
+    tmp.unlink(missing_ok=True)
+    con = sqlite3.connect(tmp)
+    with con:
+        for i in range(N_TABLES):
+            con.execute(f"CREATE TABLE c{i:03d} (id INTEGER PRIMARY KEY, name TEXT NOT NULL, amount REAL)")
+            con.executemany(
+                f"INSERT INTO c{i:03d} (name, amount) VALUES (?, ?)",
+                [(f"row {k}", k * 1.5) for k in range(1, SMALL_ROWS + 1)],
+            )
+    con.close()
+    tmp.rename(db)
+    return db
 
 
 def sdk_calls() -> list[SdkCall]:
@@ -387,7 +438,16 @@ def sdk_calls() -> list[SdkCall]:
             5,
             sdk_rows(10_000),
         ),
-        SdkCall("list_tables (200 tables)", "list_tables", {}, ("list_tables", {}), 50, 10),
+        SdkCall("list_tables (200 tables, ANALYZEd)", "list_tables", {}, ("list_tables", {}), 50, 10),
+        SdkCall(
+            "list_tables (200 tables, no statistics)",
+            "list_tables",
+            {},
+            ("list_tables", {}),
+            50,
+            10,
+            database="catalog",
+        ),
         SdkCall(
             "describe_table big",
             "describe_table",
@@ -425,15 +485,22 @@ def main() -> None:
 
             args.json.write_text(json.dumps(result_to_json(result), indent=2, default=str))
     if args.client in ("sdk", "both"):
-        db = make_database(BENCH_DIR / ".work" / "sql", 10_000 if args.quick else 100_000)
-        servers = sdk_servers(args, db)
+        root = BENCH_DIR / ".work" / "sql"
+        databases = {
+            "big": make_database(root, 10_000 if args.quick else 100_000),
+            "catalog": make_catalog_database(root),
+        }
+        servers = sdk_servers(args, databases)
         calls = [c for c in sdk_calls() if not args.filter or args.filter in c.name]
         times = asyncio.run(
             run_sdk_calls(servers, calls, quick=args.quick, log_dir=args.log_dir, repeat=args.repeat)
         )
         print()
-        print(sdk_report(servers, times))
-        print("servers: " + "; ".join(f"{s.name}: {' '.join(s.argv)}" for s in servers))
+        print(sdk_report(servers["big"], times))
+        for spec in servers["big"]:
+            print(f"  {spec.name}: {' '.join(spec.argv)}")
+        print(f"  catalog database: {databases['catalog']} (200 tables x {SMALL_ROWS} rows, no ANALYZE)")
+        print(f"  machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}")
 
 
 if __name__ == "__main__":

@@ -148,3 +148,34 @@ async def test_unclean_names_are_quoted_and_accepted_back(evil_db: Path, era: Er
         assert json.loads(text(page)) == page.structured_content  # the exact names, JSON-escaped
         resources = (await c.list_resources()).resources
         assert any(EVIL in str(r.uri) or "%1B" in str(r.uri) for r in resources)
+
+
+async def test_steady_listing_is_one_statement_and_follows_schema_and_row_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = many_tables(tmp_path / "c.db", 20)
+    db = await open_database("main", str(path), allow_write=False, statement_timeout_s=5, max_rows=10)
+    try:
+        first = await db.table_page(None, 0, 200)
+        assert first.total == 21
+        statements: list[str] = []
+        fetch = db._catalog._fetch  # type: ignore[attr-defined]
+
+        async def counting(sql: str, *args: Any) -> Any:
+            statements.append(sql)
+            return await fetch(sql, *args)
+
+        monkeypatch.setattr(db._catalog, "_fetch", counting)  # type: ignore[attr-defined]
+        again = await db.table_page(None, 0, 200)
+        assert len(statements) == 1 and again == first
+
+        other = sqlite3.connect(path)
+        other.executescript("INSERT INTO t001 (v) VALUES ('new'); CREATE TABLE zzz (a); DROP TABLE t002;")
+        other.commit()
+        other.close()
+        changed = await db.table_page(None, 0, 200)
+        names = {t.name: t.row_estimate for t in changed.tables}
+        assert "zzz" in names and "t002" not in names and names["t001"] == 2
+        assert changed.total == 21
+    finally:
+        await db.close()

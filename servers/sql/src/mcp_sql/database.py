@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from mcp_batteries.errors import InvalidInput
 
-from mcp_sql.models import ExecuteResult, QueryResult, SchemaInfo, TableDescription, TableInfo
+from mcp_sql.models import ExecuteResult, QueryResult, SchemaInfo, TableDescription, TableInfo, TablePage
 from mcp_sql.results import Page, ResultLimits
 from mcp_sql.urls import default_database_path, ensure_sqlite_file, parse_url, redact_url
 
@@ -71,6 +71,9 @@ class Database(Protocol):
     async def with_row_counts(self, tables: list[TableInfo]) -> tuple[list[TableInfo], str | None]:
         """`tables` with row counts filled in where statistics give none, in one statement, and a
         note when some could not be counted."""
+
+    async def table_page(self, schema: str | None, offset: int, limit: int) -> TablePage:
+        """One page of `list_tables` with row counts (`with_row_counts`), and how many tables exist."""
 
     async def describe_table(self, table: str, schema: str | None = None) -> TableDescription: ...
 

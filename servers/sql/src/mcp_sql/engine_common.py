@@ -8,7 +8,7 @@ from typing import Any, Protocol
 from mcp_batteries.errors import BatteriesError, InvalidInput, UpstreamError
 
 from mcp_sql.guard import strip_statement
-from mcp_sql.models import ColumnMeta, SchemaInfo, StatementResult, TableDescription, TableInfo
+from mcp_sql.models import ColumnMeta, SchemaInfo, StatementResult, TableDescription, TableInfo, TablePage
 from mcp_sql.results import ResultLimits, json_safe_rows
 
 EXECUTE_DISABLED = (
@@ -103,6 +103,7 @@ class Catalog(Protocol):
     async def list_schemas(self) -> list[SchemaInfo]: ...
     async def list_tables(self, schema: str | None) -> list[TableInfo]: ...
     async def with_row_counts(self, tables: list[TableInfo]) -> tuple[list[TableInfo], str | None]: ...
+    async def table_page(self, schema: str | None, offset: int, limit: int) -> TablePage: ...
     async def describe_table(self, table: str, schema: str | None) -> TableDescription: ...
     async def table_fingerprints(self) -> dict[str, str]: ...
     async def schema_fingerprint(self) -> str: ...
@@ -121,6 +122,9 @@ class CatalogMethods:
 
     async def with_row_counts(self, tables: list[TableInfo]) -> tuple[list[TableInfo], str | None]:
         return await self._catalog.with_row_counts(tables)
+
+    async def table_page(self, schema: str | None, offset: int, limit: int) -> TablePage:
+        return await self._catalog.table_page(schema, offset, limit)
 
     async def describe_table(self, table: str, schema: str | None = None) -> TableDescription:
         return await self._catalog.describe_table(table, schema)

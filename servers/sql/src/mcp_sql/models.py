@@ -110,6 +110,22 @@ class TableInfo(_Frozen):
     """statistics: planner/ANALYZE estimate; exact: counted; at_least: counting stopped at a cap."""
     comment: str | None = None
 
+    def counted(self, rows: int, kind: Literal["exact", "at_least"]) -> TableInfo:
+        """This table with a row count."""
+        return TableInfo(
+            schema_name=self.schema_name, name=self.name, kind=self.kind, row_estimate=rows,
+            row_estimate_kind=kind, comment=self.comment,
+        )  # fmt: skip
+
+
+class TablePage(_Frozen):
+    """One page of list_tables: its tables (with row counts where they could be had) and the total."""
+
+    tables: list[TableInfo]
+    total: int
+    note: str | None = None
+    """Why some row counts are missing, if any are."""
+
 
 class ColumnInfo(_Frozen):
     name: str

@@ -23,6 +23,7 @@ from mcp_sql.models import (
     TableDescription,
     TableInfo,
     TableKind,
+    TablePage,
 )
 
 #: Unanalyzed tables are counted up to this many rows in a listing.
@@ -109,6 +110,12 @@ class PostgresCatalog:
             )
         return tables
 
+    async def table_page(self, schema: str | None, offset: int, limit: int) -> TablePage:
+        """A page of `list_tables`, with counts for the tables that have no statistics yet."""
+        tables = await self.list_tables(schema)
+        page, note = await self.with_row_counts(tables[offset : offset + limit])
+        return TablePage(tables=page, total=len(tables), note=note)
+
     async def with_row_counts(self, tables: list[TableInfo]) -> tuple[list[TableInfo], str | None]:
         """`tables` with counted rows (up to a cap) where the planner has no estimate yet.
 
@@ -134,14 +141,8 @@ class PostgresCatalog:
             if count is None:
                 out.append(t)
             else:
-                capped = count > COUNT_CAP
                 out.append(
-                    t.model_copy(
-                        update={
-                            "row_estimate": COUNT_CAP if capped else count,
-                            "row_estimate_kind": "at_least" if capped else "exact",
-                        }
-                    )
+                    t.counted(COUNT_CAP, "at_least") if count > COUNT_CAP else t.counted(count, "exact")
                 )
         return out, None
 

@@ -108,11 +108,11 @@ class Databases:
     async def tables_text(self, database: str | None, schema: str | None, offset: int, limit: int) -> str:
         """One page of list_tables: names, kinds, row counts (exact or estimated, and said which)."""
         db = self.pick(database)
-        tables = await db.list_tables(_name_arg(schema))
-        page, note = await db.with_row_counts(tables[offset : offset + limit])
-        next_offset = offset + len(page) if offset + len(page) < len(tables) else None
+        page = await db.table_page(_name_arg(schema), offset, limit)
+        shown = len(page.tables)
+        next_offset = offset + shown if offset + shown < page.total else None
         return present.tables_text(
-            db.name, page, offset=offset, total=len(tables), next_offset=next_offset, note=note
+            db.name, page.tables, offset=offset, total=page.total, next_offset=next_offset, note=page.note
         )
 
     async def describe(self, database: str | None, table: str, schema: str | None) -> str:

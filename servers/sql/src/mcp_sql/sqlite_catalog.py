@@ -27,6 +27,7 @@ from mcp_sql.models import (
     TableDescription,
     TableInfo,
     TableKind,
+    TablePage,
 )
 
 #: Seconds the row counts of one listing or description may take before they are left out.
@@ -49,6 +50,7 @@ class SQLiteCatalog:
 
     def __init__(self, fetch: Fetch) -> None:
         self._fetch = fetch
+        self._listing: tuple[int, list[TableInfo]] | None = None
 
     async def list_schemas(self) -> list[SchemaInfo]:
         rows = await self._fetch(
@@ -65,12 +67,13 @@ class SQLiteCatalog:
         """Every table and view; row counts only where ANALYZE recorded them (see `with_row_counts`)."""
         self._check_schema(schema)
         rows = await self._fetch(
-            "SELECT name, type, sql FROM sqlite_master WHERE type IN ('table','view') ORDER BY name"
+            "SELECT name, type, sql, (SELECT schema_version FROM pragma_schema_version) "
+            "FROM sqlite_master WHERE type IN ('table','view') ORDER BY name"
         )
-        has_stat1 = any(name == "sqlite_stat1" for name, _, _ in rows)
+        has_stat1 = any(row[0] == "sqlite_stat1" for row in rows)
         stats = await self._stat1() if has_stat1 else {}
         tables = []
-        for name, kind, sql in rows:
+        for name, kind, sql, _ in rows:
             if str(name).startswith("sqlite_"):
                 continue
             estimate = stats.get(name)
@@ -84,7 +87,47 @@ class SQLiteCatalog:
                     comment=None,
                 )
             )
+        # Remembered with the schema version it was read at (ANALYZE changes that version too).
+        self._listing = (int(rows[0][3]), tables) if rows else None
         return tables
+
+    async def table_page(self, schema: str | None, offset: int, limit: int) -> TablePage:
+        """A page of `list_tables` with row counts; in one statement while the schema is unchanged.
+
+        The statement that counts the page's rows also reads the schema version: when it matches the
+        version the remembered listing was read at, that listing is current and one round trip
+        answers the call. Otherwise (or when a table is gone) the listing is read again.
+        """
+        self._check_schema(schema)
+        if self._listing is not None:
+            version, tables = self._listing
+            page = tables[offset : offset + limit]
+            counted = await self._count_at_version(page, version)
+            if counted is not None:
+                return TablePage(tables=counted[0], total=len(tables), note=counted[1])
+        tables = await self.list_tables(schema)
+        page, note = await self.with_row_counts(tables[offset : offset + limit])
+        return TablePage(tables=page, total=len(tables), note=note)
+
+    async def _count_at_version(
+        self, page: list[TableInfo], version: int
+    ) -> tuple[list[TableInfo], str | None] | None:
+        wanted = [t.name for t in page if t.kind == "table" and t.row_estimate is None]
+        if len(wanted) >= _COUNTS_PER_STATEMENT:
+            return None
+        sql = "SELECT -1, schema_version FROM pragma_schema_version" + "".join(
+            f" UNION ALL SELECT {i}, count(*) FROM {render.quote_ident(name)}"
+            for i, name in enumerate(wanted)
+        )
+        try:
+            rows = await self._fetch(sql, (), COUNT_DEADLINE_S)
+        except BatteriesError:
+            return None  # a table is gone, or counting is slow: the full path says what happened
+        found = {int(i): int(n) for i, n in rows}
+        if found.pop(-1, None) != version:
+            return None
+        counts = {wanted[i]: n for i, n in found.items()}
+        return [t.counted(counts[t.name], "exact") if t.name in counts else t for t in page], None
 
     async def with_row_counts(self, tables: list[TableInfo]) -> tuple[list[TableInfo], str | None]:
         """`tables` with exact row counts where no statistics give one, and a note when counting stopped.
@@ -110,12 +153,7 @@ class SQLiteCatalog:
             )
         except BatteriesError as exc:
             note = f"row counts of {len(wanted) - len(counts)} tables left out: {exc}"
-        return [
-            t.model_copy(update={"row_estimate": counts[t.name], "row_estimate_kind": "exact"})
-            if t.name in counts
-            else t
-            for t in tables
-        ], note
+        return [t.counted(counts[t.name], "exact") if t.name in counts else t for t in tables], note
 
     async def _stat1(self, table: str | None = None) -> dict[str, int]:
         """Row counts that ANALYZE recorded, of every table or only of `table`."""
