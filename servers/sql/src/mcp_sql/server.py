@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from mcp.types import CallToolResult, Completion, Resource, ResourceTemplateReference, TextContent
 from mcp_batteries.app import BatteriesServer
+from mcp_batteries.live import LiveResources
 from pydantic import Field
 
 from mcp_sql import present
@@ -48,14 +49,7 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
         subscriptions=databases.check_subscription,
     )
     server.service(databases.open_all)
-    live = LiveSchema(
-        databases.opened,
-        resource_updated=server.notify_resource_updated,
-        list_changed=server.notify_resources_list_changed,
-        poll_interval=settings.schema_poll_interval,
-    )
-    server.service(lambda: live)
-    server.interest.on_change(live.on_interest)
+    LiveResources(server, LiveSchema(databases.opened, poll_interval=settings.schema_poll_interval))
 
     # -- tools -------------------------------------------------------------------------------
     @server.tool(title="Run a read-only SQL query", read_only=True, idempotent=True)
