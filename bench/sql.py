@@ -33,8 +33,8 @@ import sqlite3
 import statistics
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,10 +53,10 @@ from harness import (
     options_from,
     result_to_json,
     run_suite,
-    server_environment,
     tool,
     venv_script,
 )
+from sdk_client import sdk_session, timed_call
 
 # Ours returns a 10,000-row SELECT whole, like the reference (whose replies have no size limit):
 # up to 10,000 rows and 16 MB of rows per page instead of the defaults (500 rows, 512 KiB).
@@ -224,13 +224,14 @@ def build(args: argparse.Namespace) -> Suite:
 
 
 # --------------------------------------------------------------------------------------------------
-# Through the SDK client (issue 10): the official `ClientSession`, as agent frameworks use it, with
-# its output-schema validation on, over a stdio transport whose reader splits lines linearly (the
-# SDK's own `stdio_client` re-splits its buffer per chunk: quadratic in a reply's size).
+# Through the SDK client (issue 10): the official client, as agent frameworks use it, with its
+# output-schema validation on, over sdk_client.py's stdio transport whose reader splits lines
+# linearly (the SDK's own `stdio_client` re-splits its buffer per chunk: quadratic in a reply's size).
+# Checked calls (a tool error or a wrong row count stops the run) and one database per workload.
 
 
 @dataclass
-class SdkCall:
+class ClientCall:
     name: str
     tool: str
     arguments: dict[str, Any]
@@ -242,76 +243,11 @@ class SdkCall:
     """Which database the servers answer from: "big" (the main data) or "catalog" (no statistics)."""
 
 
-@asynccontextmanager
-async def sdk_session(argv: list[str], log: Path) -> AsyncIterator[Any]:
-    """A `ClientSession` to a server process started from `argv`, over a linear-reader transport."""
-    import anyio
-    from mcp import types
-    from mcp.client.session import ClientSession
-    from mcp.shared.message import SessionMessage
-
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as err:
-        process = await anyio.open_process(argv, stderr=err, env=server_environment(None))
-    to_session, read_stream = anyio.create_memory_object_stream[Any](0)
-    write_stream, from_session = anyio.create_memory_object_stream[Any](0)
-
-    async def read_stdout() -> None:
-        assert process.stdout is not None
-        partial: list[bytes] = []
-        async with to_session:
-            while True:
-                try:
-                    chunk = await process.stdout.receive(1 << 20)
-                except (anyio.EndOfStream, anyio.ClosedResourceError):
-                    return
-                start = 0
-                end = chunk.find(b"\n")
-                while end >= 0:
-                    partial.append(chunk[start:end])
-                    line = b"".join(partial)
-                    partial = []
-                    if line.strip():
-                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                        await to_session.send(SessionMessage(message))
-                    start = end + 1
-                    end = chunk.find(b"\n", start)
-                if start < len(chunk):
-                    partial.append(chunk[start:])
-
-    async def write_stdin() -> None:
-        assert process.stdin is not None
-        async with from_session:
-            async for item in from_session:
-                data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                await process.stdin.send(data.encode())
-
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(read_stdout)
-            tg.start_soon(write_stdin)
-            async with ClientSession(read_stream, write_stream) as session:
-                await session.initialize()
-                await session.list_tools()  # the output schemas the client validates against
-                yield session
-            tg.cancel_scope.cancel()
-    finally:
-        with anyio.CancelScope(shield=True):
-            if process.returncode is None:
-                process.terminate()
-                with anyio.move_on_after(5):
-                    await process.wait()
-                if process.returncode is None:
-                    process.kill()
-            await process.aclose()
-
-
 async def run_sdk_calls(
     servers: dict[str, list[ServerSpec]],
-    calls: list[SdkCall],
+    calls: list[ClientCall],
     *,
     quick: bool,
-    log_dir: Path,
     repeat: int | None,
 ) -> dict[str, dict[str, list[float]]]:
     """Each call K times per server, servers alternating per repetition; seconds per call.
@@ -325,9 +261,7 @@ async def run_sdk_calls(
     times: dict[str, dict[str, list[float]]] = {c.name: {n: [] for n in names} for c in calls}
     async with AsyncExitStack() as stack:
         sessions = {
-            (db, s.name): await stack.enter_async_context(
-                sdk_session(s.argv, log_dir / f"sdk-{s.name}-{db}.stderr.log")
-            )
+            (db, s.name): await stack.enter_async_context(sdk_session(s))
             for db, specs in servers.items()
             if any(c.database == db for c in calls)
             for s in specs
@@ -342,9 +276,9 @@ async def run_sdk_calls(
                         call.anchor if spec.name == "anchor" and call.anchor else (call.tool, call.arguments)
                     )
                     with anyio.fail_after(300):
-                        t0 = time.perf_counter()
-                        result = await sessions[call.database, spec.name].call_tool(tool_name, arguments)
-                        seconds = time.perf_counter() - t0
+                        seconds, result = await timed_call(
+                            sessions[call.database, spec.name], tool_name, arguments
+                        )
                     if result.is_error:
                         raise RuntimeError(f"{spec.name} {call.name}: {result.content}")
                     problem = call.check(result) if call.check else None
@@ -425,11 +359,11 @@ def make_catalog_database(root: Path) -> Path:
     return db
 
 
-def sdk_calls() -> list[SdkCall]:
+def sdk_calls() -> list[ClientCall]:
     select_10k = "SELECT * FROM big WHERE id <= 10000"
     return [
-        SdkCall("SELECT 1", "query", {"sql": "SELECT 1"}, ("read_query", {"query": "SELECT 1"}), 100, 20),
-        SdkCall(
+        ClientCall("SELECT 1", "query", {"sql": "SELECT 1"}, ("read_query", {"query": "SELECT 1"}), 100, 20),
+        ClientCall(
             "SELECT 10,000 rows",
             "query",
             {"sql": select_10k},
@@ -438,8 +372,8 @@ def sdk_calls() -> list[SdkCall]:
             5,
             sdk_rows(10_000),
         ),
-        SdkCall("list_tables (200 tables, ANALYZEd)", "list_tables", {}, ("list_tables", {}), 50, 10),
-        SdkCall(
+        ClientCall("list_tables (200 tables, ANALYZEd)", "list_tables", {}, ("list_tables", {}), 50, 10),
+        ClientCall(
             "list_tables (200 tables, no statistics)",
             "list_tables",
             {},
@@ -448,7 +382,7 @@ def sdk_calls() -> list[SdkCall]:
             10,
             database="catalog",
         ),
-        SdkCall(
+        ClientCall(
             "describe_table big",
             "describe_table",
             {"table": "big"},
@@ -492,9 +426,7 @@ def main() -> None:
         }
         servers = sdk_servers(args, databases)
         calls = [c for c in sdk_calls() if not args.filter or args.filter in c.name]
-        times = asyncio.run(
-            run_sdk_calls(servers, calls, quick=args.quick, log_dir=args.log_dir, repeat=args.repeat)
-        )
+        times = asyncio.run(run_sdk_calls(servers, calls, quick=args.quick, repeat=args.repeat))
         print()
         print(sdk_report(servers["big"], times))
         for spec in servers["big"]:

@@ -8,7 +8,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
+from mcp_batteries.errors import UpstreamError
 from mcp_batteries.names import quote_name
 from mcp_batteries.testing import ERAS, Era, connect
 from mcp_sql.config import SqlSettings
@@ -179,3 +181,37 @@ async def test_steady_listing_is_one_statement_and_follows_schema_and_row_change
         assert changed.total == 21
     finally:
         await db.close()
+
+
+async def test_postgres_text_that_is_not_utf8_gets_an_error_that_says_how_to_read_it(pg_env: Any) -> None:
+    name = f"{pg_env.database}_ascii"
+    admin = await asyncpg.connect(pg_env.admin_dsn, timeout=5)
+    try:
+        await admin.execute(
+            f"CREATE DATABASE \"{name}\" ENCODING 'SQL_ASCII' TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'"
+        )
+        dsn = pg_env.dsn.rsplit("/", 1)[0] + f"/{name}"
+        setup = await asyncpg.connect(dsn, timeout=5)
+        await setup.execute(
+            "CREATE TABLE t (v text); INSERT INTO t SELECT convert_from('\\x626164ff'::bytea, 'SQL_ASCII')"
+        )
+        await setup.close()
+        db = await open_database(
+            "main",
+            dsn,
+            allow_write=False,
+            statement_timeout_s=5,
+            max_rows=10,
+            pg_reader_role=pg_env.reader_role,
+        )
+        try:
+            with pytest.raises(UpstreamError, match="not valid UTF-8") as info:
+                await db.query("SELECT v FROM t", None, limit=5)
+            assert "::bytea" in str(info.value)
+            exact = await db.query("SELECT v::bytea FROM t", None, limit=5)
+            assert exact.rows[0][0] == {"$base64": "YmFk/w=="}
+        finally:
+            await db.close()
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()

@@ -91,6 +91,12 @@ def map_pg_error(
                 f"{text}\nThis statement cannot run inside a transaction: call execute with it alone "
                 "and transaction=false"
             )
+        if exc.sqlstate == "22021":  # character_not_in_repertoire: bytes that are not UTF-8
+            return UpstreamError(
+                f"{text}\nA text value is not valid UTF-8 (the database stores raw bytes, as a "
+                "SQL_ASCII database does). Select it as col::bytea for its exact bytes, or decode it "
+                "with convert_from(col::bytea, 'LATIN1') (or its real encoding)"
+            )
         if exc.sqlstate == "42501":  # insufficient_privilege
             who = f" as the read-only role {reader_role}" if reader_role else ""
             return AccessDenied(f"{text}\nReads run{who} with read privileges only.")
