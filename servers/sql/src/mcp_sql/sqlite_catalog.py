@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import sqlglot
@@ -45,12 +46,23 @@ class Fetch(Protocol):
     ) -> list[Any]: ...
 
 
+@dataclass
+class _PageMemo:
+    """The counting statement of one listing page, and that page as last counted."""
+
+    sql: str
+    wanted: list[str]
+    counts: tuple[int, ...] = ()
+    counted: list[TableInfo] | None = None
+
+
 class SQLiteCatalog:
     """The catalog half of SQLiteDatabase: list_schemas, list_tables, describe_table, fingerprints."""
 
     def __init__(self, fetch: Fetch) -> None:
         self._fetch = fetch
         self._listing: tuple[int, list[TableInfo]] | None = None
+        self._page_memo: dict[tuple[int, str, int], _PageMemo] = {}
 
     async def list_schemas(self) -> list[SchemaInfo]:
         rows = await self._fetch(
@@ -112,22 +124,33 @@ class SQLiteCatalog:
     async def _count_at_version(
         self, page: list[TableInfo], version: int
     ) -> tuple[list[TableInfo], str | None] | None:
-        wanted = [t.name for t in page if t.kind == "table" and t.row_estimate is None]
-        if len(wanted) >= _COUNTS_PER_STATEMENT:
-            return None
-        sql = "SELECT -1, schema_version FROM pragma_schema_version" + "".join(
-            f" UNION ALL SELECT {i}, count(*) FROM {render.quote_ident(name)}"
-            for i, name in enumerate(wanted)
-        )
+        # The statement of a page is the same while the schema is: built once, and the counted page
+        # is kept while its counts do not change (a listing called again builds nothing new).
+        key = (version, page[0].name if page else "", len(page))
+        memo = self._page_memo.get(key)
+        if memo is None:
+            wanted = [t.name for t in page if t.kind == "table" and t.row_estimate is None]
+            if len(wanted) >= _COUNTS_PER_STATEMENT:
+                return None
+            sql = "SELECT -1, schema_version FROM pragma_schema_version" + "".join(
+                f" UNION ALL SELECT {i}, count(*) FROM {render.quote_ident(name)}"
+                for i, name in enumerate(wanted)
+            )
+            memo = _PageMemo(sql, wanted)
+            self._page_memo = {key: memo}  # one page remembered: the last one asked for
         try:
-            rows = await self._fetch(sql, (), COUNT_DEADLINE_S)
+            rows = await self._fetch(memo.sql, (), COUNT_DEADLINE_S)
         except BatteriesError:
             return None  # a table is gone, or counting is slow: the full path says what happened
         found = {int(i): int(n) for i, n in rows}
         if found.pop(-1, None) != version:
             return None
-        counts = {wanted[i]: n for i, n in found.items()}
-        return [t.counted(counts[t.name], "exact") if t.name in counts else t for t in page], None
+        counts = tuple(found.get(i, 0) for i in range(len(memo.wanted)))
+        if memo.counted is None or memo.counts != counts:
+            by_name = dict(zip(memo.wanted, counts, strict=True))
+            memo.counts = counts
+            memo.counted = [t.counted(by_name[t.name], "exact") if t.name in by_name else t for t in page]
+        return memo.counted, None
 
     async def with_row_counts(self, tables: list[TableInfo]) -> tuple[list[TableInfo], str | None]:
         """`tables` with exact row counts where no statistics give one, and a note when counting stopped.
