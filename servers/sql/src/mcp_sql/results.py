@@ -18,6 +18,7 @@ values (substr(...) continues a text value where it was cut).
 from __future__ import annotations
 
 import math
+from base64 import b64encode
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ MAX_LISTED_CUTS = 20
 _ROW_OVERHEAD = 8  # bytes a non-text cell is assumed to take, for chunk sizing
 _NoneType = type(None)
 _PLAIN = frozenset({_NoneType, bool, int, str})
+_TEXT_OR_NULL = frozenset({_NoneType, str})
 
 
 @dataclass(frozen=True)
@@ -276,8 +278,13 @@ def json_safe_rows(
     for c, column in enumerate(zip(*rows, strict=True)):
         kinds = set(map(type, column))
         if str in kinds:
-            texts = column if len(kinds) == 1 else [v for v in column if type(v) is str]
-            if max(map(len, texts)) > quick_fit:
+            if len(kinds) == 1:
+                longest = max(map(len, column))
+            elif kinds == _TEXT_OR_NULL:
+                longest = max(map(len, filter(None, column)), default=0)
+            else:
+                longest = max(len(v) for v in column if type(v) is str)
+            if longest > quick_fit:
                 for r, value in enumerate(column):
                     if type(value) is str and len(value) > quick_fit:
                         shown = cut_text(value, max_value_bytes)
@@ -286,6 +293,18 @@ def json_safe_rows(
                             cuts.append(_Cut(first_row + r, c, len(shown), len(value), "characters"))
         odd = kinds - _PLAIN
         if not odd or (odd == {float} and all(map(math.isfinite, [v for v in column if type(v) is float]))):
+            continue
+        if odd == {bytes}:
+            # Binary columns (BLOB, bytea): the common odd case, converted without the general dispatch.
+            for r, value in enumerate(column):
+                if value is not None and type(value) is bytes:
+                    if len(value) > max_value_bytes:
+                        cuts.append(_Cut(first_row + r, c, max_value_bytes, len(value), "bytes"))
+                        value = value[:max_value_bytes]
+                    row = patched.get(r)
+                    if row is None:
+                        row = patched[r] = list(rows[r])
+                    row[c] = {"$base64": b64encode(value).decode("ascii")}
             continue
         for r, value in enumerate(column):
             if type(value) in odd:
