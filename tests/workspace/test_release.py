@@ -162,6 +162,12 @@ async def test_built_wheels_install_from_a_folder_and_every_console_script_runs(
             meta.get_content_type() == "text/markdown" or meta["Description-Content-Type"] == "text/markdown"
         )
 
+    with zipfile.ZipFile(dist / f"mcp_batteries-{version}-py3-none-any.whl") as runtime:
+        packaged = set(runtime.namelist())
+    # `mcp-batteries new` works from the installed package: its templates are in the wheel.
+    assert "mcp_batteries/bundle/templates/server/src/package/server.py.tmpl" in packaged
+    assert "mcp_batteries/py.typed" in packaged
+
     venv = tmp_path / "fresh"
     run(uv(), "venv", "--quiet", "--python", sys.executable, str(venv))
     python = venv / "bin" / "python"
