@@ -140,10 +140,12 @@ class Call:
 class Stats:
     cheap: list[float] = field(default_factory=list)
     heavy: list[float] = field(default_factory=list)
+    by_tool: dict[str, list[float]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
     def record(self, call: Call, seconds: float) -> None:
         (self.heavy if call.heavy else self.cheap).append(seconds)
+        self.by_tool.setdefault(call.tool, []).append(seconds)
 
 
 class McpClient:
@@ -329,17 +331,19 @@ class Result:
             "heavy_per_s": len(heavy) / self.seconds,
             "cheap_p50_ms": pct(cheap, 0.50),
             "cheap_p99_ms": pct(cheap, 0.99),
-            "heavy_p50_ms": pct(heavy, 0.50),
-            "heavy_p99_ms": pct(heavy, 0.99),
+            "grep_p50_ms": pct(self.stats.by_tool.get("grep", []), 0.50),
+            "grep_p99_ms": pct(self.stats.by_tool.get("grep", []), 0.99),
+            "query_p50_ms": pct(self.stats.by_tool.get("query", []), 0.50),
+            "query_p99_ms": pct(self.stats.by_tool.get("query", []), 0.99),
             "errors": len(self.stats.errors),
             # CPU per call, contention aside: what one core could serve is 1000 / this.
-            "server_cpu_ms_per_call": self.server_cpu * 1000 / calls,
-            "client_cpu_ms_per_call": self.client_cpu * 1000 / calls,
+            "server_cpu_ms/call": self.server_cpu * 1000 / calls,
+            "client_cpu_ms/call": self.client_cpu * 1000 / calls,
             "rss_start_mib": self.rss_kib[0] / 1024 if self.rss_kib else float("nan"),
             # RSS grows while the per-session resumable-SSE stores fill up to their bound (1,000
             # events or 4 MiB a session, 64 MiB in all): flat means the second half adds nothing.
-            "rss_growth_1st_half_mib": self._growth(0, len(self.rss_kib) // 2),
-            "rss_growth_2nd_half_mib": self._growth(len(self.rss_kib) // 2, len(self.rss_kib) - 1),
+            "rss_1st_half_mib": self._growth(0, len(self.rss_kib) // 2),
+            "rss_2nd_half_mib": self._growth(len(self.rss_kib) // 2, len(self.rss_kib) - 1),
         }
 
     def _growth(self, start: int, end: int) -> float:
