@@ -314,6 +314,7 @@ class Result:
     rss_kib: list[int]
     server_cpu: float
     client_cpu: float
+    store_mib: float
 
     def row(self) -> dict[str, Any]:
         def pct(values: list[float], q: float) -> float:
@@ -344,6 +345,7 @@ class Result:
             # events or 4 MiB a session, 64 MiB in all): flat means the second half adds nothing.
             "rss_1st_half_mib": self._growth(0, len(self.rss_kib) // 2),
             "rss_2nd_half_mib": self._growth(len(self.rss_kib) // 2, len(self.rss_kib) - 1),
+            "event_stores_mib": self.store_mib,
         }
 
     def _growth(self, start: int, end: int) -> float:
@@ -412,7 +414,24 @@ async def closed_loop(
     started = time.monotonic()
     await asyncio.gather(clock(), *(client(n) for n in range(clients)))
     elapsed = time.monotonic() - started - warmup
-    return Result(mode, clients, min(elapsed, seconds), stats, rss, cpu["server"], cpu["client"])
+    stores = await event_store_mib(target)
+    return Result(mode, clients, min(elapsed, seconds), stats, rss, cpu["server"], cpu["client"], stores)
+
+
+async def server_status(target: Bundle) -> dict[str, Any]:
+    http = HttpConnection(target.host, target.port)
+    try:
+        code, _, body = await http.request("GET", "/status", {})
+    finally:
+        await http.close()
+    status: dict[str, Any] = json.loads(body) if code == 200 else {"servers": []}
+    return status
+
+
+async def event_store_mib(target: Bundle) -> float:
+    """What the sessions' resumable-SSE stores keep now (the bounded part of RSS growth)."""
+    servers = (await server_status(target))["servers"]
+    return sum(server.get("event_store_bytes", 0) for server in servers) / 2**20
 
 
 async def churn(target: Bundle, sessions: int, concurrency: int) -> dict[str, Any]:
@@ -451,10 +470,7 @@ async def churn(target: Bundle, sessions: int, concurrency: int) -> dict[str, An
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.monotonic() - started
     rss["after"] = target.rss_kib()
-    status = McpClient(target.host, target.port, "legacy").http
-    code, _, body = await status.request("GET", "/status", {})
-    await status.close()
-    open_sessions = sum(server["sessions"] for server in json.loads(body)["servers"]) if code == 200 else -1
+    open_sessions = sum(server["sessions"] for server in (await server_status(target))["servers"])
     return {
         "sessions": sessions,
         "per_s": sessions / elapsed,

@@ -104,6 +104,8 @@ async def test_healthz_and_status_describe_the_process_and_each_server(tmp_path:
         assert server["version"] == installed[server["name"]].version
     sessions = {server["name"]: server["sessions"] for server in during["servers"]}
     assert sessions["filesystem"] == 1 and sessions["sql"] == 0
+    kept = {server["name"]: server["event_store_bytes"] for server in during["servers"]}
+    assert kept["filesystem"] > 0 and kept["sql"] == 0
     assert {server["name"]: server["sessions"] for server in after["servers"]}["filesystem"] == 0
 
 
@@ -123,7 +125,8 @@ async def test_a_server_that_cannot_start_answers_503_with_the_reason_while_the_
     states = {server["name"]: server for server in status["servers"]}
     assert status["status"] == "degraded"
     assert states["filesystem"]["state"] == "ready"
-    assert states["sql"]["state"] == "failed" and "127.0.0.1" in states["sql"]["reason"]
+    assert states["sql"]["state"] == "failed" and states["sql"]["reason"].startswith("failed to start: ")
+    assert "127.0.0.1" in states["sql"]["reason"]
     assert refused.status_code == 503
     message = refused.json()["error"]["message"]
     assert message.startswith("sql is not available: it failed to start: ") and "127.0.0.1" in message

@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_batteries import sdk
 from mcp_batteries.auth import Authenticator, AuthMiddleware, metadata_path, protected_resource_route
 from mcp_batteries.definition import distribution_version
+from mcp_batteries.events import EventStores
 from mcp_batteries.hosts import HostGuard
 
 if TYPE_CHECKING:
@@ -102,6 +103,8 @@ class Mount:
     path: str
     #: The server's MCP endpoint (the SDK app and what wraps it), without the bundle's sign-in.
     endpoint: ASGIApp | None
+    #: The resumable-SSE event stores of its sessions (None: stateless, or not built).
+    events: EventStores | None = None
     state: MountState = "starting"
     reason: str | None = None
     calls_in_flight: int = 0
@@ -138,6 +141,8 @@ class Mount:
             "state": self.state,
             "sessions": self.sessions,
             "calls_in_flight": self.calls_in_flight,
+            # What the sessions' resumable streams keep (bounded: see mcp_batteries.events).
+            "event_store_bytes": self.events.total_bytes if self.events is not None else 0,
         }
         if self.reason is not None:
             report["reason"] = self.reason
@@ -158,7 +163,8 @@ class Mount:
                 self.state = "stopping"
         except Exception as exc:
             # Failing to start (or crashing) is this mount's own: the others keep serving.
-            self.state, self.reason = "failed", _first_message(exc)
+            was = "crashed" if self._settled.is_set() else "failed to start"
+            self.state, self.reason = "failed", f"{was}: {_first_message(exc)}"
             logger.error("%s failed: %s", self.name, self.reason, exc_info=logger.isEnabledFor(logging.DEBUG))
         finally:
             if self.state != "failed":
@@ -197,7 +203,7 @@ class Mount:
         if self.state == "starting":
             await refuse(send, 503, f"{self.name} is starting; try again in a moment", retry_after=1)
         elif self.state == "failed":
-            await refuse(send, 503, f"{self.name} is not available: it failed to start: {self.reason}")
+            await refuse(send, 503, f"{self.name} is not available: it {self.reason}")
         else:
             await refuse(send, 503, f"{self.name} is shutting down", retry_after=5)
 

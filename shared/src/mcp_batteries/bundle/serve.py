@@ -53,8 +53,8 @@ def _mount(definition: ServerDefinition[Any], settings: Any) -> Mount:
         logger.error("%s could not be built", definition.name, exc_info=True)
         return Mount.failed(definition, path, f"could not be built: {type(exc).__name__}: {exc}")
     # The same endpoint a single server serves (event store per session, idle expiry, session cap).
-    endpoint, _ = mcp_endpoint(server, path)
-    return Mount(definition=definition, server=server, path=path, endpoint=endpoint)
+    endpoint, events = mcp_endpoint(server, path)
+    return Mount(definition=definition, server=server, path=path, endpoint=endpoint, events=events)
 
 
 def build_bundle(config: BundleConfig) -> BundleApp:
@@ -96,7 +96,7 @@ def bundle_banner(bundle: BundleApp, settings: BundleSettings, port: int) -> str
         f"({mode}, {auth}); status at {base}/status, health check at {base}/healthz. Ctrl-C stops it."
     ]
     for mount in bundle.mounts:
-        state = mount.state if mount.reason is None else f"{mount.state}: {mount.reason}"
+        state = mount.state if mount.reason is None else mount.reason
         lines.append(f"  {mount.name.ljust(width)}  {(base + mount.path).ljust(url_width)}  {state}")
     if not settings.is_loopback and not settings.allowed_hosts:
         lines.append(
