@@ -93,6 +93,11 @@ class BundleSettings(ServerSettings):
         json_schema_extra={"positional": True, "metavar": "NAME"},
     )
     transport: Literal["http"] = Field("http", description="The bundle always speaks HTTP.")
+    config: Path | None = Field(
+        None,
+        description="The bundle's TOML file: these settings at the top level, and a [table] per server "
+        "holding that server's own settings.",
+    )
     shutdown_grace: float = Field(
         10.0,
         ge=0,
