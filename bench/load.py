@@ -409,13 +409,15 @@ async def closed_loop(
         rss.append(target.rss_kib())
         cpu["server"] = target.cpu_seconds() - cpu["server"]
         cpu["client"] = time.process_time() - cpu["client"]
+        cpu["stores"] = await event_store_mib(target)  # while the sessions are still open
         done.set()
 
     started = time.monotonic()
     await asyncio.gather(clock(), *(client(n) for n in range(clients)))
     elapsed = time.monotonic() - started - warmup
-    stores = await event_store_mib(target)
-    return Result(mode, clients, min(elapsed, seconds), stats, rss, cpu["server"], cpu["client"], stores)
+    return Result(
+        mode, clients, min(elapsed, seconds), stats, rss, cpu["server"], cpu["client"], cpu["stores"]
+    )
 
 
 async def server_status(target: Bundle) -> dict[str, Any]:
