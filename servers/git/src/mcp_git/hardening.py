@@ -9,9 +9,10 @@ Every git command this server starts therefore gets:
   no recursion into submodules (whose configuration we have not vetted), no guessed identity;
 - `overrides_for(...)`: every key that names a program and is set by the repository itself
   (scope `local` or `worktree`, includes followed) is overridden: filter drivers, diff and
-  merge drivers, the ssh command, credential helpers, signing programs, upload/receive-pack
-  programs. The same keys from the user's global configuration are the user's own choice
-  and are kept (re-added after a reset where git reads a list);
+  merge drivers, the ssh command, credential helpers, signing programs. The same keys from the
+  user's global configuration are the user's own choice and are kept (re-added after a reset
+  where git reads a list). Upload/receive-pack programs cannot be overridden this way (git takes
+  the first value): `network` names them on the command line of every fetch, pull and push;
 - `base_environment(...)`: no system configuration, no terminal prompts, no askpass program,
   no editor, transports limited to file/git/http/https/ssh (never `ext::` or `fd::`), and the
   repository named explicitly (GIT_DIR/GIT_WORK_TREE), so `core.worktree` and inherited GIT_*
@@ -75,8 +76,8 @@ _DANGEROUS: tuple[tuple[re.Pattern[str], str | None], ...] = (
     (re.compile(r"^credential\.(.+\.)?helper$"), None),
     (re.compile(r"^gpg\.(.+\.)?program$"), None),
     (re.compile(r"^gpg\.ssh\.defaultkeycommand$"), None),
-    (re.compile(r"^remote\..+\.uploadpack$"), "git-upload-pack"),
-    (re.compile(r"^remote\..+\.receivepack$"), "git-receive-pack"),
+    # remote.<name>.uploadpack/receivepack: git uses the FIRST value, so `-c` cannot override
+    # them; `network` passes --upload-pack/--receive-pack on every fetch, pull and push instead.
     (re.compile(r"^remote\..+\.vcs$"), ""),
     (re.compile(r"^pager\..+$"), "false"),
     (re.compile(r"^trailer\..+\.(command|cmd)$"), ""),

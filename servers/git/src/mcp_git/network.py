@@ -26,7 +26,11 @@ from mcp_git.text import free_text
 
 __all__ = ["fetch", "pull", "push"]
 
-_LOCAL_RECEIVE_PACK = "git -c core.hooksPath=/dev/null receive-pack"
+# Always given on the command line: git takes the FIRST remote.<name>.uploadpack/receivepack
+# value, so a repository's own setting would beat a `-c` override; the option beats both.
+_UPLOAD_PACK = "--upload-pack=git-upload-pack"
+_RECEIVE_PACK = "--receive-pack=git-receive-pack"
+_LOCAL_RECEIVE_PACK = "--receive-pack=git -c core.hooksPath=/dev/null receive-pack"
 _URLISH = re.compile(r"[:/]")
 
 
@@ -69,7 +73,7 @@ def fetch(
     git: Git, areas: Sequence[Path], remote: str | None = None, branch: str | None = None, prune: bool = False
 ) -> str:
     argument, _ = _target(git, remote, areas)
-    args = ["fetch"]
+    args = ["fetch", _UPLOAD_PACK]
     if prune:
         args.append("--prune")
     args.append(argument)
@@ -86,7 +90,7 @@ def pull(
     ff_only: bool = True,
 ) -> str:
     argument, _ = _target(git, remote, areas)
-    args = ["pull", "--no-rebase", "--no-recurse-submodules"]
+    args = ["pull", _UPLOAD_PACK, "--no-rebase", "--no-recurse-submodules"]
     config: list[str] = []
     if ff_only:
         args.append("--ff-only")
@@ -117,9 +121,7 @@ def push(
         if current.returncode != 0:
             raise InvalidInput("HEAD is detached: name the branch to push (branch=...)")
         name = current.stdout.strip().decode("utf-8", "surrogateescape")
-    args = ["push", "--porcelain"]
-    if local:
-        args.append(f"--receive-pack={_LOCAL_RECEIVE_PACK}")
+    args = ["push", _LOCAL_RECEIVE_PACK if local else _RECEIVE_PACK]
     if set_upstream:
         args.append("--set-upstream")
     if force_with_lease:

@@ -197,6 +197,9 @@ class Git:
         )
         process = handle.proc
         assert process is not None
+        # GitPython's handle terminates the process when it is garbage-collected: keep it alive
+        # as long as the process object is in use.
+        process._mcp_git_handle = handle  # type: ignore[attr-defined]
         return process
 
     def _argv(self, args: Sequence[str], config: Sequence[str]) -> list[str]:
@@ -285,13 +288,8 @@ class Git:
         argv = ["git", "--no-pager", *[x for item in STATIC_CONFIG for x in ("-c", item)]]
         argv += ["config", "--list", "--show-scope", "-z"]
         process = self._start(argv, self._environment(False, None), stdin=False)
-        try:
-            stdout, _ = process.communicate(timeout=self.policy.timeout)
-        except subprocess.TimeoutExpired:
-            _kill(process)
-            process.communicate()
-            raise LimitExceeded("reading the repository's configuration timed out") from None
-        entries = parse_config_listing(stdout)
+        listing = _communicate(process, None, self.policy.timeout, "git config", "--timeout")
+        entries = parse_config_listing(listing.stdout)
         overrides = overrides_for(entries)
         identity = {
             key: value for scope, key, value in entries if key in _IDENTITY_KEYS and scope != "command"
