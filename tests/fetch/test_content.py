@@ -174,3 +174,51 @@ async def test_cache_is_bounded_by_entry_count(site: Site) -> None:
     finally:
         await client.aclose()
     assert site.hits("/a") == 2 and site.hits("/b") == 1
+
+
+# `+2AA-` is a lone surrogate in UTF-7; `\ud800` one in unicode_escape; 0xE9 is é in windows-1252.
+HOSTILE_BODY = b"<p>+2AA- \\ud800 caf\xe9</p>"
+
+
+@pytest.mark.parametrize(
+    "label",
+    ["utf-7", "unicode_escape", "raw_unicode_escape", "base64", "hex", "rot13", "zlib", "idna", "punycode",
+     "utf-32", "x-user-defined", "replacement", "no-such-charset", "", "utf-8"],
+)  # fmt: skip
+def test_a_charset_that_is_not_a_web_encoding_never_breaks_decoding(label: str) -> None:
+    text, codec = decode_text(HOSTILE_BODY, label, is_html=True)
+    text.encode("utf-8")  # serializable: no lone surrogates
+    assert text == "<p>+2AA- \\ud800 café</p>"
+    assert codec == "cp1252"
+
+
+def test_mislabelled_pages_are_decoded_as_what_they_are() -> None:
+    utf8 = "Ünïcödé – “quoted”".encode()
+    assert decode_text(utf8, "iso-8859-1", is_html=False) == ("Ünïcödé – “quoted”", "utf-8")
+    assert decode_text("café crème".encode("cp1252"), "utf-8", is_html=False) == ("café crème", "cp1252")
+    mostly_utf8 = "naïve façade ".encode() * 5 + b"\xff"
+    assert decode_text(mostly_utf8, "utf-8", is_html=False) == ("naïve façade " * 5 + "\ufffd", "utf-8")
+
+
+def test_declarations_in_the_document_are_honoured() -> None:
+    xml = '<?xml version="1.0" encoding="koi8-r"?><a>Привет</a>'.encode("koi8_r")
+    assert decode_text(xml, None, is_html=False) == (
+        '<?xml version="1.0" encoding="koi8-r"?><a>Привет</a>',
+        "koi8-r",
+    )
+    jis = "こんにちは".encode("iso2022_jp")  # ASCII bytes that are another encoding's escapes
+    assert decode_text(jis, "iso-2022-jp", is_html=False) == ("こんにちは", "iso2022_jp")
+    sjis = '<meta charset="shift_jis"><p>日本語</p>'.encode("cp932")
+    assert decode_text(sjis, None, is_html=True)[0] == '<meta charset="shift_jis"><p>日本語</p>'
+
+
+@pytest.mark.parametrize("raw", [False, True])
+@pytest.mark.parametrize("label", ["utf-7", "unicode_escape", "base64"])
+async def test_pages_with_hostile_charsets_come_back_as_text(
+    site: Site, client: Fetcher, label: str, raw: bool
+) -> None:
+    site.serve("/odd", b"<html><body><main>" + HOSTILE_BODY + b"</main></body></html>",
+               content_type=f"text/html; charset={label}")  # fmt: skip
+    result = await client.fetch(site.url("/odd"), raw=raw)
+    assert "café" in result.content
+    result.content.encode("utf-8")

@@ -12,8 +12,10 @@ import pytest
 from mcp.types import ImageContent, TextContent
 from mcp_batteries.testing import ERAS, Era, connect, connect_http, http_server, stdio_params
 from mcp_fetch import extract as extract_module
+from mcp_fetch.client import FetchSettings
 from mcp_fetch.config import FetchServerSettings
 from mcp_fetch.server import build_server
+from mcp_fetch.service import FetchService
 
 from .conftest import PAGES, Site
 
@@ -120,9 +122,8 @@ async def test_loopback_is_refused_without_allow_private(site: Site, era: Era) -
         result = await client.call_tool("fetch", {"url": url})
     assert result.is_error
     message = texts(result)
-    assert "Refused to fetch" in message
-    assert "loopback" in message.lower()
-    assert "--allow-private" in message and "--allow-host" in message
+    assert message.startswith(f"Refused by the SSRF policy: {url}: 127.0.0.1 is a loopback address.")
+    assert "--allow-private-host 127.0.0.1" in message and "--allow-private " in message
     assert site.hits("/article") == 0
 
 
@@ -292,3 +293,62 @@ def test_flags_become_fetch_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from_env = fetch_settings(FetchServerSettings())
     assert from_env.allow_hosts == ("a.example", "b.example")
     assert from_env.ignore_robots_txt is True
+
+
+MALFORMED_URLS = {
+    "http://127.0.0.1:99999/": "port 99999 is out of range",
+    "http://xn--zz.invalid/": "not a valid internationalised (punycode) label",
+    "http://user:pw@127.0.0.1/": "user name or password",
+    "http://exa mple.com/": "is not a valid host name",
+    "http://example.com/" + "a" * 20_000: "characters long, and at most 8192 are accepted",
+    "gopher://example.com/": "only absolute http:// and https:// URLs",
+    "http://[fe80::1%25eth0]/": "zone id",
+    "http:///nohost": "no host name",
+}
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_malformed_urls_get_specific_errors_and_the_next_call_works(site: Site, era: Era) -> None:
+    url = serve_article(site)
+    async with connect(build_server(settings()).mcp, era) as client:
+        for bad, problem in MALFORMED_URLS.items():
+            result = await client.call_tool("fetch", {"url": bad})
+            assert result.is_error, bad
+            assert problem in texts(result), texts(result)
+            assert "Error executing tool" not in texts(result)
+            good = await client.call_tool("fetch", {"url": url})
+            assert not good.is_error, texts(good)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_page_in_a_hostile_charset_never_breaks_the_reply(site: Site, era: Era) -> None:
+    # UTF-7 would decode `+2AA-` to a lone surrogate, which no JSON reply can carry.
+    site.serve("/robots.txt", "", content_type="text/plain")
+    site.serve(
+        "/utf7",
+        b"<html><head><title>T +2AA-</title></head><body><main><p>x +2AA- caf\xe9</p></main></body></html>",
+        content_type="text/html; charset=utf-7",
+    )
+    async with connect(build_server(settings()).mcp, era) as client:
+        for arguments in ({"url": site.url("/utf7")}, {"url": site.url("/utf7"), "raw": True}):
+            result = await client.call_tool("fetch", arguments)
+            assert not result.is_error, texts(result)
+            assert "x +2AA- café" in texts(result)
+        assert not (await client.call_tool("fetch", {"url": serve_article(site)})).is_error
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_prompt_failure_for_a_huge_or_unencodable_url_is_a_bounded_message(era: Era) -> None:
+    async with connect(build_server(settings()).mcp, era) as client:
+        huge = await client.get_prompt("fetch", {"url": "http://example.com/" + "a" * 50_000})
+        text = huge.messages[0].content.text  # type: ignore[union-attr]
+        assert text.startswith("Failed to fetch http://example.com/aaa") and len(text) < 1000
+        assert "at most 8192 are accepted" in text
+
+
+async def test_prompt_failure_for_a_url_with_a_lone_surrogate_can_be_serialized() -> None:
+    service = FetchService(FetchSettings())
+    async with service.running():
+        text = await service.prompt_text("http://example.com/\ud800")
+    assert text.startswith("Failed to fetch http://example.com/\ufffd: ")
+    text.encode("utf-8")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 
+import anyio
 import pytest
 from mcp_batteries.errors import AccessDenied, InvalidInput, UpstreamError
 from mcp_fetch.client import Fetcher, FetchSettings
-from mcp_fetch.netguard import AddressPolicy, IPAddress, classify_address
+from mcp_fetch.netguard import AddressPolicy, AddressRefused, IPAddress, classify_address
 
 from .conftest import Site, loopback_settings
 
@@ -89,7 +91,7 @@ async def test_loopback_ip_is_refused_without_allow_list(site: Site) -> None:
         await client.aclose()
     message = str(caught.value)
     assert "127.0.0.1 is a loopback address" in message
-    assert "--allow-host" in message and "--allow-private" in message
+    assert "--allow-private-host 127.0.0.1" in message and "--allow-private " in message
     assert site.requests == []
 
 
@@ -136,7 +138,9 @@ async def test_hostname_with_one_private_address_among_public_ones_is_refused(si
 
     client = Fetcher(FetchSettings(ignore_robots_txt=True), resolver=resolver)
     try:
-        with pytest.raises(AccessDenied, match=r"10\.0\.0\.5 is a private-network address"):
+        with pytest.raises(
+            AccessDenied, match=r"resolves to 10\.0\.0\.5, which is a private-network address"
+        ):
             await client.fetch("http://mixed.example/")
     finally:
         await client.aclose()
@@ -242,3 +246,131 @@ async def test_unresolvable_host_is_an_upstream_error() -> None:
             await client.fetch("http://nowhere.invalid/")
     finally:
         await client.aclose()
+
+
+@pytest.mark.parametrize(
+    ("url", "address_class"),
+    [
+        (
+            "http://169.254.169.254/latest/meta-data/",
+            "169.254.169.254 is a cloud metadata endpoint (link-local)",
+        ),
+        ("http://10.0.0.1/", "10.0.0.1 is a private-network address"),
+        ("http://127.0.0.1:8080/admin", "127.0.0.1 is a loopback address"),
+        ("http://[::1]/", "::1 is a loopback address"),
+        ("http://100.64.0.1/", "100.64.0.1 is a carrier-grade NAT address"),
+        ("http://169.254.1.1/", "169.254.1.1 is a link-local address"),
+        (
+            "http://[::ffff:169.254.169.254]/",
+            "::ffff:a9fe:a9fe is an IPv6 address embedding 169.254.169.254, which is a cloud metadata",
+        ),
+    ],
+)
+async def test_policy_refusal_is_reported_as_such_before_robots_txt_is_consulted(
+    url: str, address_class: str
+) -> None:
+    client = Fetcher(FetchSettings())  # robots.txt honoured: the policy must still come first
+    try:
+        with anyio.fail_after(5), pytest.raises(AddressRefused) as caught:
+            await client.fetch(url)
+    finally:
+        await client.aclose()
+    message = str(caught.value)
+    assert message.startswith(f"Refused by the SSRF policy: {url}: {address_class}")
+    assert "--allow-private-host " in message and "--allow-private (" in message
+    assert "robots.txt" not in message
+
+
+async def test_name_resolving_to_a_private_address_is_refused_without_asking_for_robots_txt(
+    site: Site,
+) -> None:
+    site.serve("/robots.txt", "User-agent: *\nAllow: /\n", content_type="text/plain")
+    lookups: list[str] = []
+
+    async def resolver(host: str, port: int) -> list[IPAddress]:
+        lookups.append(host)
+        return [ipaddress.ip_address("127.0.0.1")]
+
+    client = Fetcher(FetchSettings(), resolver=resolver)
+    try:
+        with pytest.raises(AddressRefused) as caught:
+            await client.fetch(f"http://wiki.corp.example:{site.port}/page")
+    finally:
+        await client.aclose()
+    assert str(caught.value).startswith(
+        f"Refused by the SSRF policy: http://wiki.corp.example:{site.port}/page: the host "
+        "wiki.corp.example resolves to 127.0.0.1, which is a loopback address."
+    )
+    assert "--allow-private-host wiki.corp.example" in str(caught.value)
+    assert site.requests == []  # not even robots.txt
+    assert lookups == ["wiki.corp.example"]
+
+
+async def test_redirect_to_a_refused_address_says_it_was_a_redirect_and_from_where(site: Site) -> None:
+    site.serve("/robots.txt", "User-agent: *\nAllow: /\n", content_type="text/plain")
+    site.redirect("/go", "http://169.254.169.254/latest/meta-data/")
+
+    async def resolver(host: str, port: int) -> list[IPAddress]:
+        return [ipaddress.ip_address("127.0.0.1")]
+
+    client = Fetcher(FetchSettings(allow_hosts=("public.example",)), resolver=resolver)
+    start = f"http://public.example:{site.port}/go"
+    try:
+        with pytest.raises(AddressRefused) as caught:
+            await client.fetch(start)
+    finally:
+        await client.aclose()
+    assert str(caught.value).startswith(
+        f"Refused by the SSRF policy: {start} redirected to http://169.254.169.254/latest/meta-data/, "
+        "and 169.254.169.254 is a cloud metadata endpoint (link-local)."
+    )
+    assert [path for path, _ in site.requests] == ["/robots.txt", "/go"]
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ("10.0.0.0/33", "prefix length must be a number from 0 to 32"),
+        ("fd00::/129", "from 0 to 128"),
+        ("not a host", "is not a host name, an IP address or a CIDR network"),
+        ("intranet:8080", "has a port"),
+        ("http://intranet/", "looks like a URL"),
+        ("-bad-.example", "starts or ends with a hyphen"),
+        ("a..b", "empty label"),
+        ("xn--zz.example", "not a valid internationalised"),
+    ],
+)
+def test_invalid_allow_list_entries_are_refused(entry: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        AddressPolicy.from_settings([entry], False)
+
+
+def test_allow_list_entries_are_normalised() -> None:
+    policy = AddressPolicy.from_settings(
+        ["Intranet.Example.", "[::1]", "10.1.2.3/8", "bücher.example", "*.Corp.example"], False
+    )
+    assert policy.allowed_names == frozenset({"intranet.example", "xn--bcher-kva.example", "*.corp.example"})
+    assert [str(n) for n in policy.allowed_networks] == ["::1/128", "10.0.0.0/8"]
+
+
+async def test_through_a_proxy_each_target_is_still_checked_before_the_request(site: Site) -> None:
+    # The test site plays the proxy: it receives absolute-form request targets.
+    site.serve("http://public.example/page", "<main><p>Relayed by the proxy.</p></main>")
+    site.redirect("http://public.example/go", "http://internal.example/secret")
+
+    async def resolver(host: str, port: int) -> list[IPAddress]:
+        return [ipaddress.ip_address("93.184.215.14" if host == "public.example" else "10.0.0.5")]
+
+    client = Fetcher(FetchSettings(ignore_robots_txt=True, proxy=site.url()), resolver=resolver)
+    try:
+        result = await client.fetch("http://public.example/page")
+        with pytest.raises(AddressRefused) as caught:
+            await client.fetch("http://public.example/go")
+    finally:
+        await client.aclose()
+    assert "Relayed by the proxy." in result.content
+    assert str(caught.value).startswith(
+        "Refused by the SSRF policy: http://public.example/go redirected to http://internal.example/secret, "
+        "and the host internal.example resolves to 10.0.0.5, which is a private-network address."
+    )
+    assert [path for path, _ in site.requests] == ["http://public.example/page", "http://public.example/go"]

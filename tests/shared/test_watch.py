@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import AsyncIterator
+import time
 from pathlib import Path
 
 import anyio
+import anyio.from_thread
 import pytest
-from mcp_batteries.watch import ChangeBatch, WatchService
+from mcp_batteries.watch import ChangeBatch, WatchService, WatchTarget
 from watchfiles import Change
 
 pytestmark = pytest.mark.anyio
@@ -38,7 +39,7 @@ async def test_a_watched_file_change_is_reported(tmp_path: Path) -> None:
     target.write_text("1")
     seen = Batches()
     async with WatchService(seen) as watch:
-        await watch.set_targets(files=[target])
+        await watch.add(WatchTarget.file(target))
         target.write_text("2")
         await seen.wait_for(Change.modified, target)
 
@@ -48,7 +49,7 @@ async def test_an_atomic_save_is_reported_and_watching_continues(tmp_path: Path)
     target.write_text("1")
     seen = Batches()
     async with WatchService(seen) as watch:
-        await watch.set_targets(files=[target])
+        await watch.add(WatchTarget.file(target))
         for round_ in range(2):  # a second save proves the watch survived the rename
             temp = tmp_path / f".f.txt.swp{round_}"
             temp.write_text(f"saved {round_}")
@@ -62,7 +63,7 @@ async def test_delete_and_recreate_are_both_reported(tmp_path: Path) -> None:
     target.write_text("1")
     seen = Batches()
     async with WatchService(seen) as watch:
-        await watch.set_targets(files=[target])
+        await watch.add(WatchTarget.file(target))
         target.unlink()
         await seen.wait_for(Change.deleted, target)
         target.write_text("back")
@@ -74,7 +75,7 @@ async def test_other_files_in_the_same_directory_are_not_reported(tmp_path: Path
     target.write_text("1")
     seen = Batches()
     async with WatchService(seen) as watch:
-        await watch.set_targets(files=[target])
+        await watch.add(WatchTarget.file(target))
         other.write_text("noise")
         target.write_text("2")
         await seen.wait_for(Change.modified, target)
@@ -86,7 +87,7 @@ async def test_a_tree_reports_files_added_deep_inside(tmp_path: Path) -> None:
     deep.mkdir(parents=True)
     seen = Batches()
     async with WatchService(seen) as watch:
-        await watch.set_targets(trees=[tmp_path])
+        await watch.add(WatchTarget.tree(tmp_path))
         (deep / "new.txt").write_text("x")
         await seen.wait_for(Change.added, deep / "new.txt")
         (tmp_path / "c").mkdir()
@@ -94,12 +95,12 @@ async def test_a_tree_reports_files_added_deep_inside(tmp_path: Path) -> None:
 
 
 async def test_no_watcher_runs_without_targets_and_it_stops_when_they_go(tmp_path: Path) -> None:
-    watch = WatchService(Batches())
-    assert not watch.running
-    await watch.set_targets(files=[tmp_path / "x"])
-    assert watch.running
-    await watch.set_targets()
-    assert not watch.running
+    async with WatchService(Batches()) as watch:
+        assert not watch.running
+        await watch.add(WatchTarget.file(tmp_path / "x"))
+        assert watch.running
+        await watch.remove(WatchTarget.file(tmp_path / "x"))
+        assert not watch.running
 
 
 async def test_a_watched_directory_that_vanishes_is_reported_and_rewatched(tmp_path: Path) -> None:
@@ -109,7 +110,7 @@ async def test_a_watched_directory_that_vanishes_is_reported_and_rewatched(tmp_p
     target.write_text("1")
     seen = Batches()
     async with WatchService(seen) as watch:
-        await watch.set_targets(files=[target])
+        await watch.add(WatchTarget.file(target))
         target.unlink()
         sub.rmdir()
         await seen.wait_for(Change.deleted, target)
@@ -124,7 +125,7 @@ async def test_a_storm_of_changes_arrives_as_few_coalesced_batches(tmp_path: Pat
     target.write_text("0")
     seen = Batches()
     async with WatchService(seen, debounce_ms=300) as watch:
-        await watch.set_targets(files=[target])
+        await watch.add(WatchTarget.file(target))
         for i in range(2000):
             target.write_text(str(i))
         (tmp_path / "done").write_text("")
@@ -140,7 +141,7 @@ async def test_a_flat_directory_reports_direct_entries_but_not_deeper_ones(tmp_p
     deep.mkdir()
     seen = Batches()
     async with WatchService(seen) as watch:
-        await watch.set_targets(dirs=[tmp_path])
+        await watch.add(WatchTarget.dir(tmp_path))
         (deep / "hidden-deep.txt").write_text("x")
         (tmp_path / "top.txt").write_text("x")
         await seen.wait_for(Change.added, tmp_path / "top.txt")
@@ -153,24 +154,72 @@ async def test_a_watcher_that_cannot_start_is_retried_with_backoff_not_in_a_busy
     import mcp_batteries.watch as watch_module
 
     attempts: list[float] = []
+
     enough = anyio.Event()
 
-    def failing_awatch(*args: object, **kwargs: object) -> object:
-        attempts.append(anyio.current_time())
-        if len(attempts) >= 6:
-            enough.set()
+    def refusing_rust_notify(*args: object, **kwargs: object) -> object:
+        attempts.append(time.monotonic())  # called in an anyio worker thread
+        if len(attempts) == 6:
+            anyio.from_thread.run_sync(enough.set)
+        raise OSError("OS file watch limit reached")
 
-        async def fail() -> AsyncIterator[ChangeBatch]:
-            raise OSError("OS file watch limit reached")
-            yield set()  # pragma: no cover - makes this an async generator
-
-        return fail()
-
-    monkeypatch.setattr(watch_module, "awatch", failing_awatch)
-    watch = WatchService(Batches())
-    await watch.set_targets(trees=[tmp_path])
-    with anyio.fail_after(10):
-        await enough.wait()
-    await watch.set_targets()
+    monkeypatch.setattr(watch_module, "RustNotify", refusing_rust_notify)
+    async with WatchService(Batches()) as watch:
+        await watch.add(WatchTarget.tree(tmp_path))
+        with anyio.fail_after(10):
+            await enough.wait()
+        await watch.remove(WatchTarget.tree(tmp_path))
     gaps = [b - a for a, b in itertools.pairwise(attempts)]
-    assert gaps[-1] > gaps[0] * 4  # each quick failure doubles the wait
+    assert gaps[-1] > gaps[0] * 4  # each failure doubles the wait
+
+
+async def test_a_file_in_a_directory_that_does_not_exist_yet_is_seen_when_it_appears(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b" / "f.txt"
+    seen = Batches()
+    async with WatchService(seen) as watch:
+        await watch.add(WatchTarget.file(target))
+        target.parent.mkdir(parents=True)
+        target.write_text("born")
+        await seen.wait_for(None, target)
+
+
+async def test_subscribing_in_a_watched_directory_starts_no_new_watcher(tmp_path: Path) -> None:
+    files = [tmp_path / f"f{i}.txt" for i in range(2000)]
+    async with WatchService(Batches()) as watch:
+        for file in files:
+            await watch.add(WatchTarget.file(file))
+        assert watch.starts == 1
+        for file in files[1:]:
+            await watch.remove(WatchTarget.file(file))
+        assert watch.starts == 1
+
+
+async def test_many_directories_are_watched_by_few_watchers(tmp_path: Path) -> None:
+    dirs = [tmp_path / f"d{i}" for i in range(300)]
+    for d in dirs:
+        d.mkdir()
+    seen = Batches()
+    async with WatchService(seen) as watch:
+        for d in dirs:
+            await watch.add(WatchTarget.file(d / "f.txt"))
+        assert len(watch.watched_roots) == 300
+        assert watch.starts < 300 * 3  # a log-structured merge, not a rebuild per directory
+        for d in (dirs[0], dirs[150], dirs[-1]):
+            (d / "f.txt").write_text("x")
+            await seen.wait_for(None, d / "f.txt")
+
+
+async def test_a_change_under_a_tree_and_a_file_target_is_reported_once(tmp_path: Path) -> None:
+    target = tmp_path / "sub" / "f.txt"
+    target.parent.mkdir()
+    target.write_text("0")
+    seen = Batches()
+    async with WatchService(seen) as watch:
+        await watch.add(WatchTarget.file(target))
+        await watch.add(WatchTarget.tree(tmp_path))
+        target.write_text("1")
+        await seen.wait_for(Change.modified, target)
+        (tmp_path / "marker").write_text("")
+        await seen.wait_for(None, tmp_path / "marker")
+    reports = [b for b in seen.batches if any(p == str(target) for _, p in b)]
+    assert len(reports) == 1

@@ -13,6 +13,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -39,11 +40,13 @@ from mcp.types import (
     ToolAnnotations,
     UnsubscribeRequestParams,
 )
+from mcp.types import Tool as MCPTool
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_batteries import sdk
 from mcp_batteries.definition import distribution_version
 from mcp_batteries.errors import AccessDenied, BatteriesError, ConfigError, InvalidInput, NotFound
+from mcp_batteries.identity import current_caller
 from mcp_batteries.notify import RESOURCE_LIST, Interest, Notifier
 from mcp_batteries.settings import ServerSettings
 
@@ -67,10 +70,26 @@ class _Server(MCPServer[Any]):
 
     #: URI prefix -> reader, for resources whose MIME type is only known when read.
     readers: dict[str, ResourceReader]
+    #: Per-caller filter: the registered tools that change things, and the scope they need.
+    writing_tools: set[str]
+    write_scope: str
+
+    async def list_tools(self) -> list[MCPTool]:
+        tools = await super().list_tools()
+        if self.writing_tools and not current_caller().can_write:
+            return [tool for tool in tools if tool.name not in self.writing_tools]
+        return tools
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        if name in self.writing_tools:
+            caller = current_caller()
+            if not caller.can_write:
+                raise ToolError(
+                    f"{name} changes things, so it needs the {self.write_scope!r} scope, which this "
+                    f"caller ({caller.name}) does not have; only the read-only tools are available"
+                )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -110,6 +129,16 @@ class _Server(MCPServer[Any]):
             raise MCPError(INVALID_PARAMS, str(exc), data={"prompt": name}) from exc
 
 
+@dataclass(eq=False)
+class _ServiceHost:
+    """The services' one opening: how many lifespans use it, and whether it is ready."""
+
+    users: int = 0
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    all_left: anyio.Event = field(default_factory=anyio.Event)
+    failure: BaseException | None = None
+
+
 class BatteriesServer:
     """An MCP server with MCP Batteries' conventions; server modules only register on it."""
 
@@ -131,8 +160,7 @@ class BatteriesServer:
         self.bus = InMemorySubscriptionBus()
         self.notifier = Notifier(self.bus, self.interest)
         self._services: list[Callable[[], AbstractAsyncContextManager[Any]]] = []
-        self._service_stack: AsyncExitStack | None = None
-        self._lifespan_users = 0
+        self._host: _ServiceHost | None = None
         self._lifespan_lock = anyio.Lock()
         self._declared_tools: list[str] = []
         self._check_subscription = subscriptions
@@ -145,6 +173,10 @@ class BatteriesServer:
             subscriptions=self.bus,
             log_level=settings.log_level.upper(),  # type: ignore[arg-type]
         )
+        #: Tools that change things: hidden from, and refused to, callers who may not write.
+        self.writing_tools: set[str] = set()
+        self.mcp.writing_tools = self.writing_tools
+        self.mcp.write_scope = settings.oauth_write_scope
         self._listen = ListenHandler(self.bus)
         sdk.add_request_handler(
             self.mcp, "subscriptions/listen", SubscriptionsListenRequestParams, self._on_listen
@@ -190,6 +222,8 @@ class BatteriesServer:
             self._declared_tools.append(tool_name)
             if self._excluded(tool_name, read_only=read_only):
                 return fn
+            if not read_only:
+                self.writing_tools.add(tool_name)
             self.mcp.add_tool(
                 fn,
                 name=tool_name,
@@ -253,8 +287,7 @@ class BatteriesServer:
         """Run an async context (a pool, a watcher) for as long as the server runs.
 
         Entered once, in registration order, before the first request; exited in reverse order
-        after the last connection closes. Services must not hold task groups across that span
-        (start loop-level tasks instead): entry and exit may happen in different tasks.
+        after the last connection closes, in the same task, so a service may own a task group.
         """
         self._services.append(factory)
 
@@ -272,28 +305,49 @@ class BatteriesServer:
     @asynccontextmanager
     async def _lifespan(self, _: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
         # The SDK enters the lifespan once per stdio process or HTTP app, but once per connection
-        # for in-process clients; services (pools, watchers, HTTP clients) are process-wide, so
-        # the first entry opens them and the last exit closes them.
+        # for in-process clients. Services (pools, watchers, HTTP clients) are process-wide: the
+        # first entry owns them — it opens them in its own task, so a service may hold a task
+        # group — and on leaving it waits for every later entry to leave before closing them.
         async with self._lifespan_lock:
-            if self._lifespan_users == 0:
-                stack = AsyncExitStack()
+            host = self._host
+            owner = host is None
+            if host is None:
+                host = self._host = _ServiceHost()
+            host.users += 1
+        if not owner:
+            await host.ready.wait()
+            if host.failure is not None:
+                raise RuntimeError("the server's services failed to start") from host.failure
+            try:
+                yield {}
+            finally:
+                host.users -= 1
+                if host.users == 0:
+                    host.all_left.set()
+            return
+        try:
+            async with AsyncExitStack() as stack:
                 try:
                     for factory in self._services:
                         await stack.enter_async_context(factory())
-                except BaseException:
-                    await stack.aclose()
+                except BaseException as exc:
+                    host.failure = exc
                     raise
-                self._service_stack = stack
-            self._lifespan_users += 1
-        try:
-            yield {}
+                finally:
+                    host.ready.set()
+                try:
+                    yield {}
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        host.users -= 1
+                        if host.users > 0:
+                            await host.all_left.wait()
+                        async with self._lifespan_lock:
+                            self._host = None
         finally:
-            with anyio.CancelScope(shield=True):
-                async with self._lifespan_lock:
-                    self._lifespan_users -= 1
-                    if self._lifespan_users == 0 and self._service_stack is not None:
-                        stack, self._service_stack = self._service_stack, None
-                        await stack.aclose()
+            async with self._lifespan_lock:
+                if self._host is host:
+                    self._host = None
 
     # -- notifications (the one API server code uses) ------------------------------------------
     async def notify_resource_updated(self, uri: str) -> None:
@@ -364,4 +418,7 @@ class BatteriesServer:
         try:
             return await self._listen(ctx, params)
         finally:
-            await self.interest.remove(keys)
+            # The stream usually ends by cancellation (the client left): releasing watches must
+            # still complete.
+            with anyio.CancelScope(shield=True):
+                await self.interest.remove(keys)

@@ -17,8 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp
 
-from mcp_batteries.auth import TOKEN_ENV, BearerTokenMiddleware, load_token
-from mcp_batteries.errors import ConfigError
+from mcp_batteries.auth import AuthMiddleware, authenticate
 from mcp_batteries.events import BoundedEventStore
 from mcp_batteries.transports import say
 
@@ -44,14 +43,8 @@ def transport_security(server: BatteriesServer) -> TransportSecuritySettings:
 
 
 def build_http_app(server: BatteriesServer) -> ASGIApp:
-    """The ASGI app for `server`: MCP at `settings.path`, `/healthz`, auth when a token is set."""
+    """The ASGI app for `server`: MCP at `settings.path`, `/healthz`, auth when configured."""
     s = server.settings
-    token = load_token(s.auth_token_file)
-    if token is None and not s.is_loopback and not s.insecure_no_auth:
-        raise ConfigError(
-            f"refusing to serve {s.host} without authentication: set {TOKEN_ENV} or --auth-token-file, "
-            "or pass --insecure-no-auth if a proxy in front authenticates"
-        )
 
     async def healthz(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "server": server.mcp.name, "version": server.mcp.version})
@@ -66,8 +59,9 @@ def build_http_app(server: BatteriesServer) -> ASGIApp:
         transport_security=transport_security(server),
         host=s.host,
     )
-    if token is not None:
-        app = BearerTokenMiddleware(app, token)
+    # Authentication (mcp_batteries.auth): static token, tokens file and/or OAuth; refuses a
+    # non-loopback bind without any of them.
+    app = authenticate(app, s, resource_path=s.path, writing_tools=server.writing_tools)
     return app
 
 
@@ -107,7 +101,7 @@ async def serve_http(
             while not web.started:  # noqa: ASYNC110
                 await anyio.sleep(0.02)
             port = web.servers[0].sockets[0].getsockname()[1] if web.servers else s.port
-            say(_http_banner(server, port, isinstance(app, BearerTokenMiddleware)))
+            say(_http_banner(server, port, isinstance(app, AuthMiddleware)))
             if on_started is not None:
                 await on_started(port)
 

@@ -1,22 +1,26 @@
 """Who is calling: one API for every server, whatever authenticated the caller.
 
     caller = current_caller()          # inside a tool, resource or prompt handler
-    caller.subject                     # stable id: "local:alice", "token:ci-bot", "oauth:<iss>#<sub>"
-    caller.name                        # for people: user name, token name, OAuth subject/name
-    caller.can_write                   # False for an OAuth token with only the read scope
+    caller.subject                     # stable id: "local:alice", "token", "user:alice", "oauth:<iss>#<sub>"
+    caller.name                        # for people: user name, "token", the OAuth user's name
+    caller.can_write                   # False for a caller holding only the read scope
     caller.workspaces                  # None = unrestricted; else what this caller may use
+    caller.may_use("team-a")           # the check a multi-user server makes
 
-Sources, all turned into the same `Caller`:
+Sources, all turned into the same `Caller` (`mcp_batteries.auth` does the HTTP ones):
 
 - stdio, and HTTP without authentication (loopback only, or behind an authenticating proxy):
-  the local user running the server;
-- the static bearer token (`MCP_AUTH_TOKEN` / `--auth-token-file`): one caller named "token";
-- a tokens file (`--tokens-file`): each token names its user, scopes and workspaces;
-- OAuth 2.1 access tokens (JWT): subject, scopes and claims from the verified token.
+  the local user running the server (`local:<login>`);
+- the static bearer token (`MCP_AUTH_TOKEN` / `--auth-token-file`): one caller, `token`;
+- a tokens file (`--tokens-file`): each token names its user (`user:<name>`), scopes and
+  workspaces;
+- OAuth 2.1 access tokens (JWT): `oauth:<issuer>#<sub>`, scopes and claims from the verified token.
 
-The HTTP authentication middleware stores an SDK `AccessToken` on the request (`scope["user"]`,
-which also binds each HTTP session to the credential that opened it) and in the SDK's auth
-context variable, which the SDK carries into the handler's task; `current_caller` reads it.
+The HTTP authentication middleware stores the SDK's `AuthenticatedUser` carrying the `Caller`
+(`authenticated_user_for`) on the request (`scope["user"]`, which also binds each HTTP session
+to the principal that opened it) and in the SDK's auth context variable, which the SDK carries
+with each message into the handler's task, so every request (not just a session's first) is
+seen as the credential that sent it. `current_caller` reads it back in O(1).
 """
 
 from __future__ import annotations
@@ -26,28 +30,30 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
+from starlette.authentication import AuthCredentials
+
+from mcp_batteries import sdk
+from mcp_batteries.sdk import AuthenticatedUser
 
 __all__ = [
     "READ_SCOPE",
     "WRITE_SCOPE",
     "Caller",
     "CallerSource",
+    "CallerUser",
     "access_token_for",
+    "authenticated_user_for",
     "caller_from_access_token",
     "current_caller",
     "local_caller",
 ]
 
-#: Default scope names (configurable for OAuth): read-only tools, and every tool.
+#: Default scope names (configurable): read-only tools, and every tool.
 READ_SCOPE = "mcp:read"
 WRITE_SCOPE = "mcp:write"
 
 CallerSource = Literal["local", "token", "tokens-file", "oauth"]
-
-#: Where `Caller` details travel inside an `AccessToken.claims`.
-_CLAIMS_KEY = "mcp_batteries"
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,7 @@ class Caller:
     workspaces: frozenset[str] | None = None
     #: Whether the caller may use tools that change things (the server's own --read-only aside).
     can_write: bool = True
+    #: The verified token's claims (OAuth); empty for other sources.
     claims: Mapping[str, Any] = field(default_factory=dict)
 
     def may_use(self, workspace: str) -> bool:
@@ -80,47 +87,59 @@ def local_caller() -> Caller:
 _LOCAL: Caller | None = None
 
 
-def access_token_for(caller: Caller, token: str) -> AccessToken:
-    """The SDK `AccessToken` an authentication middleware stores for `caller` (see module doc)."""
+class CallerUser(AuthenticatedUser):
+    """What the middleware stores in `scope["user"]` and the auth context: the SDK's user type,
+    carrying the `Caller` as a plain attribute so reading it costs nothing per call."""
+
+    def __init__(self, caller: Caller, access_token: AccessToken) -> None:
+        super().__init__(access_token)
+        self.caller = caller
+        self.credentials = AuthCredentials(access_token.scopes)
+
+
+def access_token_for(caller: Caller, token: str, *, expires_at: int | None = None) -> AccessToken:
+    """The SDK `AccessToken` for `caller`, who presented `token`.
+
+    The SDK binds a stateful HTTP session to (client_id, claims["iss"], subject) of the token
+    that opened it; all three derive from the caller's identity, so a user's other tokens (a
+    refreshed OAuth token, a second entry in the tokens file) keep working in the same session,
+    and nobody else's do.
+    """
     return AccessToken(
         token=token,
         client_id=caller.subject,
         scopes=sorted(caller.scopes),
         subject=caller.subject,
-        claims={
-            **dict(caller.claims),
-            _CLAIMS_KEY: {
-                "name": caller.name,
-                "source": caller.source,
-                "workspaces": None if caller.workspaces is None else sorted(caller.workspaces),
-                "can_write": caller.can_write,
-            },
-        },
+        expires_at=expires_at,
+        claims=dict(caller.claims) or None,
     )
 
 
+def authenticated_user_for(caller: Caller, token: str, *, expires_at: int | None = None) -> CallerUser:
+    """The user object an authentication middleware stores for `caller` (see the module doc)."""
+    return CallerUser(caller, access_token_for(caller, token, expires_at=expires_at))
+
+
 def caller_from_access_token(token: AccessToken) -> Caller:
-    claims = dict(token.claims or {})
-    ours = claims.pop(_CLAIMS_KEY, None) or {}
-    workspaces = ours.get("workspaces")
+    """The `Caller` an `AccessToken` stored by other code (the SDK's own auth) stands for."""
     subject = token.subject or token.client_id
+    scopes = frozenset(token.scopes)
     return Caller(
         subject=subject,
-        name=str(ours.get("name") or subject),
-        source=ours.get("source", "oauth"),
-        scopes=frozenset(token.scopes),
-        workspaces=None if workspaces is None else frozenset(workspaces),
-        can_write=bool(ours.get("can_write", True)),
-        claims=claims,
+        name=subject,
+        source="oauth",
+        scopes=scopes,
+        can_write=WRITE_SCOPE in scopes,
+        claims=dict(token.claims or {}),
     )
 
 
 def current_caller() -> Caller:
     """The caller of the request being handled (the local user when nothing authenticated it)."""
     global _LOCAL
-    token = get_access_token()
-    if token is not None:
-        return caller_from_access_token(token)
+    user = sdk.auth_context_var.get()
+    if user is not None:
+        return user.caller if isinstance(user, CallerUser) else caller_from_access_token(user.access_token)
     if _LOCAL is None:
         _LOCAL = local_caller()
     return _LOCAL

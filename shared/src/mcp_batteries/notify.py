@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+import anyio
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ResourcesListChanged,
@@ -33,14 +34,24 @@ logger = logging.getLogger(__name__)
 #: The interest key for "tell me when the list of resources changes".
 RESOURCE_LIST = "resources/list"
 
-InterestListener = Callable[[frozenset[str]], Awaitable[None]]
+
+@dataclass(frozen=True)
+class InterestChange:
+    """Keys that gained their first subscriber, and keys that lost their last."""
+
+    added: frozenset[str] = frozenset()
+    removed: frozenset[str] = frozenset()
+
+
+InterestListener = Callable[[InterestChange], Awaitable[None]]
 
 
 class Interest:
     """A multiset of subscribed resource URIs (plus `RESOURCE_LIST`) across all clients.
 
-    Listeners are awaited with the new key set whenever a key gains its first or loses its
-    last subscriber, so a watcher is in place before the subscribe request is answered.
+    Listeners are awaited with what changed (never the whole set: subscribing stays O(1) with
+    thousands of subscriptions) whenever a key gains its first or loses its last subscriber, so a
+    watcher is in place before the subscribe request is answered.
     """
 
     def __init__(self) -> None:
@@ -57,27 +68,28 @@ class Interest:
         self._listeners.append(listener)
 
     async def add(self, keys: list[str] | set[str]) -> None:
-        new = [k for k in keys if self._counts[k] == 0]
+        new = frozenset(k for k in keys if k not in self._counts)
         self._counts.update(keys)
         if new:
-            await self._changed()
+            await self._changed(InterestChange(added=new))
 
     async def remove(self, keys: list[str] | set[str]) -> None:
-        gone = False
+        gone = set()
         for key in keys:
-            if self._counts[key] <= 1:
-                gone = gone or key in self._counts
+            count = self._counts.get(key, 0)
+            if count <= 1:
+                if count:
+                    gone.add(key)
                 self._counts.pop(key, None)
             else:
-                self._counts[key] -= 1
+                self._counts[key] = count - 1
         if gone:
-            await self._changed()
+            await self._changed(InterestChange(removed=frozenset(gone)))
 
-    async def _changed(self) -> None:
-        snapshot = self.keys()
+    async def _changed(self, change: InterestChange) -> None:
         for listener in self._listeners:
             try:
-                await listener(snapshot)
+                await listener(change)
             except Exception:  # a failing watcher must not fail the client's subscribe call
                 logger.exception("interest listener failed")
 
@@ -112,7 +124,8 @@ class Notifier:
     async def _forget(self, key: int) -> None:
         client = self._clients.pop(key, None)
         if client is not None:
-            await self.interest.remove([*client.uris, RESOURCE_LIST])
+            with anyio.CancelScope(shield=True):  # runs while the connection is torn down
+                await self.interest.remove([*client.uris, RESOURCE_LIST])
 
     @property
     def legacy_client_count(self) -> int:

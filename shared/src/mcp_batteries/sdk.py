@@ -12,19 +12,30 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp.server import MCPServer, NotificationOptions, Server, ServerRequestContext
+from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
 from pydantic import BaseModel
 
 __all__ = [
+    "AuthenticatedUser",
     "Connection",
     "add_notification_handler",
     "add_request_handler",
     "advertise_legacy_list_changed",
+    "auth_context_var",
     "connection_of",
     "lowlevel_server",
     "set_tool_input_schema",
 ]
+
+
+#: `AuthenticatedUser` in `scope["user"]` is what binds a stateful HTTP session to its credential
+#: (the session manager compares `authorization_context(user)` on every request), and
+#: `auth_context_var` is what the SDK snapshots with each message and restores around the
+#: handler, so `get_access_token()` answers inside tools. Both are public names in modules the
+#: SDK documents only by example; `tests/shared/test_auth_http.py` pins the behaviour.
 
 
 def lowlevel_server(server: MCPServer[Any]) -> Server[Any]:

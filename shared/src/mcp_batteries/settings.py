@@ -12,7 +12,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
-from pydantic import Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -25,8 +25,28 @@ from pydantic_settings import (
 #: builds its sources from the class, not from the instance.
 _config_file: ContextVar[Path | None] = ContextVar("mcp_batteries_config_file", default=None)
 
-#: A list setting that accepts "a,b,c" in the environment and TOML as well as a real list.
-NameList = Annotated[list[str], NoDecode]
+
+def split_names(value: Any) -> Any:
+    """ "a, b,c" -> ["a", "b", "c"]; list items are split too (`--tools a,b --tools c`)."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, (list, tuple)):
+        return [part.strip() for item in value for part in str(item).split(",") if part.strip()]
+    return value
+
+
+def split_paths(value: Any) -> Any:
+    """One string (an environment variable) -> its comma-separated paths; a list stays as it is,
+    so a path given as a flag or a TOML array may itself contain a comma."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+#: A list of names (tools, hosts, ...): comma-separated anywhere, repeatable as a flag.
+NameList = Annotated[list[str], NoDecode, BeforeValidator(split_names)]
+#: A list of paths or URLs: repeatable as a flag or a TOML array; comma-separated in the environment.
+PathList = Annotated[list[str], NoDecode, BeforeValidator(split_paths)]
 
 S = TypeVar("S", bound="ServerSettings")
 
@@ -48,19 +68,27 @@ class ServerSettings(BaseSettings):
     transport: Literal["stdio", "http"] = Field(
         "stdio", description="How clients connect: stdio (a client starts this process) or http."
     )
-    host: str = Field("127.0.0.1", description="HTTP: address to bind. Non-loopback needs auth.")
+    host: str = Field(
+        "127.0.0.1",
+        description="HTTP: address to bind. Non-loopback needs auth.",
+        json_schema_extra={"metavar": "ADDRESS"},
+    )
     port: int = Field(8000, ge=0, le=65535, description="HTTP: port to bind (0 picks a free one).")
-    path: str = Field("/mcp", description="HTTP: the MCP endpoint path.")
+    path: str = Field(
+        "/mcp", description="HTTP: the MCP endpoint path.", json_schema_extra={"metavar": "PATH"}
+    )
     stateless: bool = Field(
         False,
         description="HTTP: no sessions (legacy clients then get no change notifications).",
     )
     read_only: bool = Field(False, description="Hide and refuse every tool that changes anything.")
     tools: NameList | None = Field(
-        None, description="Only offer these tools (comma-separated names; default: all)."
+        None,
+        description="Only offer these tools (default: all).",
+        json_schema_extra={"metavar": "TOOL"},
     )
     disable_tools: NameList = Field(
-        default_factory=list, description="Never offer these tools (comma-separated names)."
+        default_factory=list, description="Never offer these tools.", json_schema_extra={"metavar": "TOOL"}
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "warning", description="Logging threshold; logs always go to stderr."
@@ -70,28 +98,65 @@ class ServerSettings(BaseSettings):
         description="HTTP: file holding the bearer token clients must send (or set MCP_AUTH_TOKEN).",
     )
     insecure_no_auth: bool = Field(
-        False, description="HTTP: allow binding a non-loopback address without a bearer token."
+        False, description="HTTP: allow binding a non-loopback address without authentication."
+    )
+    # -- authentication beyond the static token (mcp_batteries.auth; docs/configuration.md) --
+    tokens_file: Path | None = Field(
+        None,
+        description=(
+            "HTTP: TOML file mapping bearer tokens (or their SHA-256) to users, their workspaces "
+            "and scopes; reloaded when it changes."
+        ),
+    )
+    oauth_issuer: str | None = Field(
+        None,
+        description="HTTP: accept OAuth 2.1 JWT access tokens from this authorization server (its iss).",
+        json_schema_extra={"metavar": "URL"},
+    )
+    oauth_audience: str | None = Field(
+        None,
+        description="HTTP: the audience (aud) access tokens must name; required with --oauth-issuer.",
+        json_schema_extra={"metavar": "AUD"},
+    )
+    oauth_jwks_url: str | None = Field(
+        None,
+        description="HTTP: the issuer's JWKS URL (default: found through the issuer's metadata).",
+        json_schema_extra={"metavar": "URL"},
+    )
+    oauth_read_scope: str = Field(
+        "mcp:read",
+        description="HTTP: scope granting the read-only tools.",
+        json_schema_extra={"metavar": "SCOPE"},
+    )
+    oauth_write_scope: str = Field(
+        "mcp:write", description="HTTP: scope granting every tool.", json_schema_extra={"metavar": "SCOPE"}
+    )
+    oauth_workspaces_claim: str | None = Field(
+        None,
+        description="HTTP: access-token claim listing the caller's workspaces (default: all workspaces).",
+        json_schema_extra={"metavar": "CLAIM"},
+    )
+    public_url: str | None = Field(
+        None,
+        description=(
+            "HTTP: the URL clients reach this server at, scheme://host[:port] only (behind a TLS "
+            "proxy), for OAuth metadata (default: taken from each request)."
+        ),
+        json_schema_extra={"metavar": "URL"},
     )
     allowed_hosts: NameList = Field(
         default_factory=list,
         description=(
             "HTTP: extra Host header values accepted (DNS-rebinding protection), e.g. mcp.example.com:*."
         ),
+        json_schema_extra={"metavar": "HOST[:PORT]"},
     )
     allowed_origins: NameList = Field(
         default_factory=list,
         description="HTTP: Origin header values accepted from browsers, e.g. https://app.example.com.",
+        json_schema_extra={"metavar": "ORIGIN"},
     )
     config: Path | None = Field(None, description="A TOML file with any of these settings.")
-
-    @field_validator("tools", "disable_tools", "allowed_hosts", "allowed_origins", mode="before")
-    @classmethod
-    def _split_commas(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        if isinstance(value, list):
-            return [p.strip() for item in value for p in str(item).split(",") if p.strip()]
-        return value
 
     @field_validator("path")
     @classmethod

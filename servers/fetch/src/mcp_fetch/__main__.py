@@ -15,7 +15,7 @@ definition = ServerDefinition(
     ),
     examples=(
         ("", "stdio, for Claude Desktop, Cline, Cursor..."),
-        ("--allow-host intranet.example.com", "also reach one internal host"),
+        ("--allow-private-host intranet.example.com", "also reach one internal host"),
         ("--proxy http://proxy:3128 --ignore-robots-txt", "through a proxy, without robots.txt"),
         ("--transport http --port 8000", "Streamable HTTP on 127.0.0.1:8000/mcp"),
     ),

@@ -13,6 +13,7 @@ import zlib
 from typing import Literal
 
 from mcp_batteries.errors import UpstreamError
+from mcp_batteries.names import scrub
 
 # Only what the standard library can decode is advertised; brotli/zstd would need extra packages.
 ACCEPT_ENCODING = "gzip, deflate"
@@ -192,18 +193,48 @@ def kind_of(mime: str) -> Kind:
     return "binary"
 
 
-# WHATWG Encoding Standard: these labels mean a superset that browsers actually use.
+# Decoding text. Order (close to what browsers do, plus a guard against the most common mislabel):
+#   1. a byte-order mark;
+#   2. the charset the server declared: the Content-Type header, else <meta charset> / http-equiv in
+#      the first 4 KiB of HTML, else the encoding of an <?xml ...?> declaration;
+#   3. without a declaration: UTF-8 if the bytes are UTF-8, else windows-1252.
+# A declared label is used only if it names an encoding of the WHATWG Encoding Standard (the ones
+# browsers support); anything else (utf-7, base64, unicode_escape, x-user-defined, nonsense) is
+# ignored as if nothing had been declared, because Python would either refuse it or decode it into
+# something that is not the page's text. Two mislabels are corrected: bytes declared as a legacy
+# encoding that are entirely valid, non-ASCII UTF-8 are UTF-8 (a server default of iso-8859-1 on a
+# UTF-8 page is common); bytes declared (or taken) as UTF-8 in which no valid multi-byte sequence
+# outweighs the invalid bytes are windows-1252.
+# Undecodable bytes that remain become U+FFFD (the replacement character), and the text is passed
+# through `mcp_batteries.names.scrub`, so a decoded page can always be serialized into a reply.
+
 _LABEL_ALIASES = {
     "iso-8859-1": "cp1252", "iso8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252",
     "us-ascii": "cp1252", "ascii": "cp1252", "windows-1252": "cp1252",
     "shift_jis": "cp932", "shift-jis": "cp932", "sjis": "cp932", "x-sjis": "cp932", "ms_kanji": "cp932",
-    "euc-kr": "cp949", "gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030",
-    "iso-8859-9": "cp1254", "tis-620": "cp874", "iso-8859-11": "cp874",
+    "windows-31j": "cp932", "euc-kr": "cp949", "ks_c_5601-1987": "cp949",
+    "gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030", "big5": "big5hkscs",
+    "iso-8859-9": "cp1254", "tis-620": "cp874", "iso-8859-11": "cp874", "windows-874": "cp874",
+    "x-mac-cyrillic": "mac_cyrillic", "x-mac-roman": "mac_roman", "iso-8859-8-i": "iso8859-8",
 }  # fmt: skip
+#: Python's names of the WHATWG encodings (after the aliases above).
+_WHATWG_CODECS = frozenset(
+    {"utf-8", "utf-16-le", "utf-16-be", "utf-16", "cp866", "koi8-r", "koi8-u", "mac-roman", "mac-cyrillic",
+     "cp874", "gb18030", "big5hkscs", "euc_jp", "iso2022_jp", "cp932", "cp949"}
+    | {f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16)}
+    | {f"cp{n}" for n in range(1250, 1259)}
+)  # fmt: skip
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([a-zA-Z0-9_:.+-]+)""", re.IGNORECASE)
+_XML_ENCODING = re.compile(rb"""^<\?xml[^>]+encoding\s*=\s*["']([a-zA-Z0-9_:.+-]+)["']""")
+_UTF8_SEQUENCE = re.compile(
+    rb"[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf]{2}"
+    rb"|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}"
+    rb"|\xf4[\x80-\x8f][\x80-\xbf]{2}"
+)
 
 
 def _codec(label: str | None) -> str | None:
+    """The Python codec for a declared charset label, or None if it is not a WHATWG encoding."""
     if not label:
         return None
     label = label.strip().lower()
@@ -212,12 +243,38 @@ def _codec(label: str | None) -> str | None:
         name = codecs.lookup(label).name
     except LookupError:
         return None
+    if name not in _WHATWG_CODECS:
+        return None
     # A page cannot really be UTF-16 if it declared so in ASCII-compatible bytes; browsers do the same.
     return "utf-8" if name.startswith("utf-16") else name
 
 
+def _declared_codec(body: bytes, header_charset: str | None, *, is_html: bool) -> str | None:
+    declared = _codec(header_charset)
+    if declared is None and is_html:
+        match = _META_CHARSET.search(body[:4096])
+        declared = _codec(match.group(1).decode("ascii")) if match else None
+    if declared is None and body.startswith(b"<?xml"):
+        match = _XML_ENCODING.match(body[:512])
+        declared = _codec(match.group(1).decode("ascii")) if match else None
+    return declared
+
+
+def _mostly_utf8(body: bytes) -> bool:
+    """Whether bytes that are not valid UTF-8 are still mostly UTF-8 (valid sequences outnumber bad bytes)."""
+    valid = _UTF8_SEQUENCE.findall(body)
+    non_ascii = sum(1 for byte in body if byte >= 0x80)
+    invalid = non_ascii - sum(len(sequence) for sequence in valid)
+    return len(valid) > invalid
+
+
 def decode_text(body: bytes, header_charset: str | None, *, is_html: bool) -> tuple[str, str]:
-    """(text, codec used): BOM, then HTTP charset, then <meta charset>, then UTF-8, then windows-1252."""
+    """(text, codec used); never fails, and the text is always serializable (see above)."""
+    text, codec = _decode(body, header_charset, is_html=is_html)
+    return scrub(text), codec
+
+
+def _decode(body: bytes, header_charset: str | None, *, is_html: bool) -> tuple[str, str]:
     for bom, codec in (
         (codecs.BOM_UTF8, "utf-8"),
         (codecs.BOM_UTF16_LE, "utf-16-le"),
@@ -225,13 +282,19 @@ def decode_text(body: bytes, header_charset: str | None, *, is_html: bool) -> tu
     ):
         if body.startswith(bom):
             return body[len(bom) :].decode(codec, errors="replace"), codec
-    declared = _codec(header_charset)
-    if declared is None and is_html:
-        match = _META_CHARSET.search(body[:4096])
-        declared = _codec(match.group(1).decode("ascii")) if match else None
-    if declared is not None:
-        return body.decode(declared, errors="replace"), declared
+    declared = _declared_codec(body, header_charset, is_html=is_html)
     try:
-        return body.decode("utf-8"), "utf-8"
+        text = body.decode("utf-8")
     except UnicodeDecodeError:
-        return body.decode("cp1252", errors="replace"), "cp1252"
+        pass
+    else:
+        if declared is None or declared == "utf-8":
+            return text, "utf-8"
+        if text.isascii():  # ASCII bytes can still be another encoding's escapes (iso-2022-jp)
+            return body.decode(declared, errors="replace"), declared
+        return text, "utf-8"  # declared as a legacy encoding, but entirely valid non-ASCII UTF-8
+    if declared is not None and declared != "utf-8":
+        return body.decode(declared, errors="replace"), declared
+    if _mostly_utf8(body):
+        return body.decode("utf-8", errors="replace"), "utf-8"
+    return body.decode("cp1252", errors="replace"), "cp1252"

@@ -1,9 +1,11 @@
 """The Fetcher: fetch a URL, convert it to the requested format, page it, cache the converted text.
 
-The HTTP side (one guarded client, redirects followed by hand with each hop re-validated, robots.txt,
-time and size limits, proxy pre-checks) is in `download`. Here: the public `Fetcher`, `FetchSettings`
-and `FetchResult`, the content handling (images returned as images, text formats as they are, HTML
-cut at `max_convert_bytes` and converted by `extract` in a worker thread) and the paging cache.
+The HTTP side (one guarded client, redirects followed by hand with each hop re-validated, the SSRF
+policy, robots.txt, time and size limits) is in `download`, which knows nothing of this module: its
+`DownloadSettings` are what it needs, and `FetchSettings` here extends them with what this layer adds.
+Here: the public `Fetcher`, `FetchSettings` and `FetchResult`, the content handling (images returned
+as images, text formats as they are, HTML cut at `max_convert_bytes` and converted by `extract` in a
+worker thread) and the paging cache.
 
 Paging cache: the converted text is cached under (URL, format, raw), so reading a long page chunk by
 chunk does not refetch it. Cache-Control no-store is honoured (never stored); max-age / no-cache set
@@ -27,9 +29,10 @@ from mcp_batteries.errors import InvalidInput, UpstreamError
 
 from .body import decode_text, effective_media_type, kind_of, parse_content_type
 from .cache import LRUCache, freshness_of
-from .download import Downloader, Response, format_size, validated_url
+from .download import Downloader, DownloadSettings, Response, format_size
 from .netguard import Resolver
 from .paging import page
+from .urls import validated_url
 
 if TYPE_CHECKING:
     from .extract import Output
@@ -41,15 +44,9 @@ _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
 
 @dataclass(frozen=True)
-class FetchSettings:
-    user_agent: str = "ModelContextProtocol/1.0 (mcp-batteries-fetch; +https://github.com/mcp-batteries)"
-    proxy: str | None = None
-    connect_timeout: float = 10.0
-    read_timeout: float = 30.0
-    max_download_bytes: int = 10 * 1024 * 1024
-    max_redirects: int = 10
-    allow_hosts: tuple[str, ...] = ()
-    allow_private: bool = False
+class FetchSettings(DownloadSettings):
+    """The HTTP layer's settings plus what this layer adds: robots.txt, the page cache, conversion."""
+
     ignore_robots_txt: bool = False
     cache_entries: int = 64
     cache_max_bytes: int = 64 * 1024 * 1024
@@ -116,6 +113,7 @@ class Fetcher:
             page("", start_index, max_length)  # raises the explanatory InvalidInput
         requested = validated_url(url)
         check_robots = check_robots and not self._settings.ignore_robots_txt
+        deadline = self._http.deadline()
         key = (requested, format, raw)
         conditional: dict[str, str] = {}
         found = self._pages.get_with_freshness(key)
@@ -123,13 +121,15 @@ class Fetcher:
             entry, fresh = found
             if fresh or start_index > 0:
                 if check_robots:
-                    await self._http.robots.ensure_allowed(requested)
+                    await self._http.ensure_robots_allowed(requested, deadline)
                 return _result(url, entry, start_index, max_length, from_cache=True)
             if entry.etag:
                 conditional["If-None-Match"] = entry.etag
             if entry.last_modified:
                 conditional["If-Modified-Since"] = entry.last_modified
-        response = await self._http.get(requested, check_robots=check_robots, extra_headers=conditional)
+        response = await self._http.get(
+            requested, check_robots=check_robots, deadline=deadline, extra_headers=conditional
+        )
         if response.status == 304 and found is not None:
             entry = found[0]
             self._store(key, entry, response.headers)

@@ -10,19 +10,23 @@ SSRF defence in three parts:
    such as ``http://2130706433/``, ``0177.0.0.1``, ``0x7f.1`` or ``127.1`` need no special parsing:
    `getaddrinfo` turns them into the address they mean, and that address is what gets classified.
 
-2. `PinnedNetworkBackend` is an httpcore network backend. httpcore calls ``connect_tcp(host, port)``
-   whenever it opens a new connection; the backend resolves ``host`` exactly once, refuses the whole
-   host if ANY address it resolves to is forbidden (mixing a public and a private record is a classic
-   rebinding trick), and then connects to the checked IP literal. There is no second DNS lookup that a
-   rebinding DNS server could answer differently. Because the pool still knows the connection by its
-   hostname, TLS SNI, certificate verification and the ``Host`` header all keep using the real name.
-   This is why we pin inside the transport rather than rewriting URLs to IPs: rewriting would need
-   per-request SNI overrides and would defeat connection pooling keyed on the hostname.
+2. `CheckedResolver` turns a host into addresses and judges them: it resolves once (the answer is
+   reused for RESOLUTION_TTL_SECONDS) and refuses the whole host if ANY address it resolves to is
+   forbidden (mixing a public and a private record is a classic rebinding trick). The downloader asks
+   it before every hop, so a refusal is reported as what it is (`AddressRefused`, naming the address
+   class and the flags that allow it) before robots.txt or anything else is tried.
 
-3. `PinnedTransport` is an `httpx.AsyncHTTPTransport` whose httpcore pool uses that backend.
+3. `PinnedNetworkBackend` is an httpcore network backend. httpcore calls ``connect_tcp(host, port)``
+   whenever it opens a new connection; the backend asks the same `CheckedResolver` and connects to
+   a checked IP literal. No DNS answer other than the checked one is ever dialled, so a rebinding DNS
+   server has no window. Because the pool still knows the connection by its hostname, TLS SNI,
+   certificate verification and the ``Host`` header all keep using the real name (tested with a
+   local TLS server). This is why we pin inside the transport rather than rewriting URLs to IPs:
+   rewriting would need per-request SNI overrides and would defeat connection pooling by hostname.
+   `PinnedTransport` is an `httpx.AsyncHTTPTransport` whose httpcore pool uses that backend.
 
-Through a proxy the proxy resolves the target, so pinning is impossible; the client then checks the
-target's resolution itself before each request (best effort, documented in `download.py`).
+Through a proxy the proxy resolves the target, so pinning is impossible; the downloader's check
+before each hop is then the only one (best effort, documented in `download.py`).
 """
 
 from __future__ import annotations
@@ -31,12 +35,15 @@ import ipaddress
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import anyio
 import httpcore
 import httpx
 from mcp_batteries.errors import AccessDenied, UpstreamError
+
+from .cache import LRUCache
+from .urls import normalise_allow_entry
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -45,6 +52,10 @@ Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
 _CGNAT = ipaddress.IPv4Network("100.64.0.0/10")
 _NAT64_WELL_KNOWN = ipaddress.IPv6Network("64:ff9b::/96")
 _NAT64_LOCAL_USE = ipaddress.IPv6Network("64:ff9b:1::/48")
+#: How long a host's resolution is reused. Short, so DNS changes show up soon; a rebinding DNS server
+#: gains nothing from it, since the reused answer is the one that was checked.
+RESOLUTION_TTL_SECONDS = 30.0
+_RESOLUTION_CACHE_ENTRIES = 1024
 # Cloud metadata services are named explicitly so the refusal message says why they matter.
 _METADATA_ADDRESSES = frozenset(
     {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
@@ -93,7 +104,9 @@ def classify_address(address: IPAddress) -> str | None:
                 return f"an IPv6 address embedding {embedded}, which is {inner}"
             # NAT64/6to4 of a public IPv4 address is itself public; fall through for the v6 checks.
     if address in _METADATA_ADDRESSES:
-        return "a cloud metadata endpoint"
+        return (
+            "a cloud metadata endpoint (link-local)" if address.is_link_local else "a cloud metadata endpoint"
+        )
     if address.is_unspecified:
         return "an unspecified address (0.0.0.0 / ::)"
     if address.is_loopback:
@@ -122,21 +135,19 @@ class AddressPolicy:
     allow_private: bool = False
     allowed_names: frozenset[str] = frozenset()
     allowed_networks: tuple[IPNetwork, ...] = ()
-    # The names exactly as the operator gave them, for error messages.
-    allow_hosts_spelling: tuple[str, ...] = field(default=())
 
     @classmethod
     def from_settings(cls, allow_hosts: Iterable[str], allow_private: bool) -> AddressPolicy:
+        """The policy for these --allow-private-host entries; ValueError names an invalid one."""
         names: set[str] = set()
         networks: list[IPNetwork] = []
-        spelled = tuple(allow_hosts)
-        for entry in spelled:
-            text = entry.strip()
+        for entry in allow_hosts:
+            canonical = normalise_allow_entry(entry)
             try:
-                networks.append(ipaddress.ip_network(text, strict=False))
+                networks.append(ipaddress.ip_network(canonical, strict=False))
             except ValueError:
-                names.add(text.lower().rstrip("."))
-        return cls(allow_private, frozenset(names), tuple(networks), spelled)
+                names.add(canonical)
+        return cls(allow_private, frozenset(names), tuple(networks))
 
     def host_is_allowed_by_name(self, host: str) -> bool:
         host = host.lower().rstrip(".")
@@ -157,29 +168,99 @@ class AddressPolicy:
             return None
         return reason
 
-    def check(self, host: str, addresses: Iterable[IPAddress], url: str | None = None) -> None:
-        """Raise AccessDenied unless every address `host` resolved to may be reached."""
+    def check(
+        self,
+        host: str,
+        addresses: Iterable[IPAddress],
+        *,
+        url: str | None = None,
+        redirected_from: str | None = None,
+    ) -> None:
+        """Raise AddressRefused unless every address `host` resolved to may be reached."""
         for address in addresses:
             reason = self.refusal_reason(host, address)
-            if reason is None:
-                continue
-            target = url or host
-            via = "" if host == str(address) else f" (the host {host!r} resolves to {address})"
-            raise AccessDenied(
-                f"Refused to fetch {target}: {address} is {reason}{via}. This server only fetches public "
-                "internet addresses, to protect the operator's internal network. An operator who "
-                "trusts this target can start the server with --allow-host "
-                f"{host if host != str(address) else address} (a host name or CIDR network) or "
-                "--allow-private."
-            )
+            if reason is not None:
+                raise AddressRefused(host, address, reason, url=url, redirected_from=redirected_from)
+
+
+class AddressRefused(AccessDenied):
+    """The SSRF policy refused a target: the message says so first, with the class and the flags."""
+
+    def __init__(
+        self,
+        host: str,
+        address: IPAddress,
+        reason: str,
+        *,
+        url: str | None = None,
+        redirected_from: str | None = None,
+    ) -> None:
+        self.host, self.address, self.reason = host, address, reason
+        target = url or host
+        lead = f"{redirected_from} redirected to {target}, and " if redirected_from else f"{target}: "
+        is_literal = _is_ip_literal(host, address)
+        where = (
+            f"{address} is {reason}"
+            if is_literal
+            else f"the host {host} resolves to {address}, which is {reason}"
+        )
+        super().__init__(
+            f"Refused by the SSRF policy: {lead}{where}. This server fetches only public internet "
+            "addresses, to protect the network it runs in; do not retry. An operator who trusts this "
+            f"target can start the server with --allow-private-host {address if is_literal else host} "
+            "(that host or network only) or --allow-private (every private address)."
+        )
+
+
+def _is_ip_literal(host: str, address: IPAddress) -> bool:
+    try:
+        return ipaddress.ip_address(host) == address
+    except ValueError:
+        return False
+
+
+class CheckedResolver:
+    """Resolves a host once per RESOLUTION_TTL_SECONDS and judges every address it resolves to.
+
+    The one place where names become addresses: the downloader asks it before each hop (so a
+    refusal is reported before robots.txt or anything else is tried) and the pinned network backend
+    asks it again when it opens a connection; both get the same, already checked, answer.
+    """
+
+    def __init__(self, policy: AddressPolicy, resolver: Resolver | None = None) -> None:
+        self.policy = policy
+        self._resolve = resolver or resolve_host
+        self._answers: LRUCache[list[IPAddress]] = LRUCache(
+            _RESOLUTION_CACHE_ENTRIES, _RESOLUTION_CACHE_ENTRIES
+        )
+
+    async def addresses(self, host: str, port: int) -> list[IPAddress]:
+        """Every address `host` resolves to (cached), not yet judged; an IP literal is itself."""
+        try:
+            return [ipaddress.ip_address(host)]
+        except ValueError:
+            pass
+        key = host.lower()
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = await self._resolve(host, port)
+            self._answers.put(key, answer, size=1, ttl=RESOLUTION_TTL_SECONDS)
+        return answer
+
+    async def checked(
+        self, host: str, port: int, *, url: str | None = None, redirected_from: str | None = None
+    ) -> list[IPAddress]:
+        """The addresses of `host`, or AddressRefused if the policy forbids any of them."""
+        addresses = await self.addresses(host, port)
+        self.policy.check(host, addresses, url=url, redirected_from=redirected_from)
+        return addresses
 
 
 class PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
     """Resolves each new connection's host once, checks every address, connects to a checked one."""
 
-    def __init__(self, policy: AddressPolicy, resolver: Resolver | None = None) -> None:
-        self._policy = policy
-        self._resolver = resolver or resolve_host
+    def __init__(self, resolver: CheckedResolver) -> None:
+        self._resolver = resolver
         self._inner = httpcore.AnyIOBackend()
 
     async def connect_tcp(
@@ -193,10 +274,9 @@ class PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
         host = host.strip("[]")  # httpcore may pass IPv6 literals in URL brackets
         try:
             with anyio.fail_after(timeout):
-                addresses = await self._resolver(host, port)
+                addresses = await self._resolver.checked(host, port)
         except TimeoutError as exc:
             raise httpcore.ConnectTimeout(f"resolving {host!r} took longer than {timeout} s") from exc
-        self._policy.check(host, addresses)
         last_error: Exception | None = None
         for address in addresses:
             try:
@@ -221,21 +301,17 @@ class PinnedNetworkBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-_DEFAULT_LIMITS = httpx.Limits(max_connections=20, max_keepalive_connections=10)
-
-
 class PinnedTransport(httpx.AsyncHTTPTransport):
     """An httpx transport whose every new connection goes through `PinnedNetworkBackend`."""
 
     def __init__(
         self,
-        policy: AddressPolicy,
+        resolver: CheckedResolver,
         *,
-        resolver: Resolver | None = None,
-        limits: httpx.Limits = _DEFAULT_LIMITS,
-        ssl_context: ssl.SSLContext | None = None,
+        limits: httpx.Limits,
+        ssl_context: ssl.SSLContext,
     ) -> None:
-        context = ssl_context or httpx.create_ssl_context()
+        context = ssl_context
         super().__init__(verify=context, trust_env=False, limits=limits)
         # httpx offers no public hook for the network backend, so replace the pool it built with an
         # identical one that uses ours; handle_async_request only ever talks to `self._pool`.
@@ -246,5 +322,5 @@ class PinnedTransport(httpx.AsyncHTTPTransport):
             keepalive_expiry=limits.keepalive_expiry,
             http1=True,
             http2=False,
-            network_backend=PinnedNetworkBackend(policy, resolver),
+            network_backend=PinnedNetworkBackend(resolver),
         )

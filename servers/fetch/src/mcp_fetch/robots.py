@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
-from mcp_batteries.errors import AccessDenied, BatteriesError
+from mcp_batteries.errors import AccessDenied
 from protego import Protego
 
 from .cache import LRUCache
@@ -62,20 +62,19 @@ def product_token(user_agent: str) -> str:
 
 
 class RobotsChecker:
-    def __init__(self, fetch: RobotsFetch, user_agent: str, cache_entries: int = 256) -> None:
-        self._fetch = fetch
+    def __init__(self, user_agent: str, cache_entries: int = 256) -> None:
         self._user_agent = user_agent
         self._token = product_token(user_agent)
         self._cache: LRUCache[_Rules] = LRUCache(cache_entries, 64 * 1024 * 1024)
 
-    async def ensure_allowed(self, url: str) -> None:
-        """Raise AccessDenied if robots.txt of url's origin forbids fetching url."""
+    async def ensure_allowed(self, url: str, fetch: RobotsFetch) -> None:
+        """Raise AccessDenied if robots.txt of url's origin (fetched by `fetch` if not cached) forbids url."""
         robots_url = robots_url_for(url)
         if url == robots_url:
             return
         rules = self._cache.get(robots_url)
         if rules is None:
-            rules = self._interpret(robots_url, await self._fetch(robots_url))
+            rules = self._interpret(robots_url, await fetch(robots_url))
             ttl = (
                 UNREACHABLE_TTL_SECONDS
                 if rules.refusal and "unreachable" in rules.refusal
@@ -137,7 +136,3 @@ def _disallow_rule_matching(robots_text: str, url: str) -> str | None:
         if not probe.can_fetch(url, "probe") and (best is None or len(pattern) > len(best)):
             best = pattern
     return best
-
-
-def answer_from_error(error: BatteriesError) -> RobotsAnswer:
-    return RobotsAnswer(status=None, error=str(error))

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from mcp_batteries.settings import NameList, ServerSettings
+from mcp_batteries.settings import PathList, ServerSettings
 from pydantic import Field
 
 
 class FilesystemSettings(ServerSettings):
     server_name = "filesystem"
 
-    directories: NameList = Field(
+    directories: PathList = Field(
         default_factory=lambda: ["."],
         description="Directories the server may read and write (default: the current directory).",
         json_schema_extra={"positional": True, "metavar": "DIR"},

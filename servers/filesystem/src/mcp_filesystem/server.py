@@ -18,6 +18,7 @@ from mcp.types import (
     ResourceTemplateReference,
 )
 from mcp_batteries.app import BatteriesServer
+from mcp_batteries.live import LiveResources
 from mcp_batteries.paths import AllowedDirectories, file_uri_to_path, resolve_path
 from mcp_batteries.progress import in_thread, progress_reporter
 from mcp_batteries.roots import RootsTracker
@@ -78,15 +79,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     roots = RootsTracker(allowed, lambda configured, paths: configured.narrowed(paths), roots_changed)
     roots.install(server)
 
-    live = LiveFiles(
-        allowed,
-        resource_updated=server.notify_resource_updated,
-        list_changed=server.notify_resources_list_changed,
-        enabled=settings.watch,
-        max_tree_dirs=settings.watch_max_dirs,
-    )
-    server.interest.on_change(live.on_interest)
-    server.service(lambda: live.watch)
+    LiveResources(server, LiveFiles(allowed, max_tree_dirs=settings.watch_max_dirs), watch=settings.watch)
 
     async def scope(ctx: Context[Any, Any]) -> AllowedDirectories:
         return await roots.effective(ctx.session)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from mcp_batteries.settings import NameList, ServerSettings
-from pydantic import Field, field_validator
+from mcp_batteries.settings import PathList, ServerSettings
+from pydantic import Field
 
 
 class SqlSettings(ServerSettings):
     server_name = "sql"
 
-    databases: NameList = Field(
+    databases: PathList = Field(
         default_factory=list,
         description=(
             "Databases: postgresql://user@host/db, sqlite:///file.db, a file path, or name=URL "
@@ -17,7 +17,7 @@ class SqlSettings(ServerSettings):
         ),
         json_schema_extra={"positional": True, "metavar": "DATABASE"},
     )
-    db: NameList = Field(
+    db: PathList = Field(
         default_factory=list,
         description="A named database as name=URL (repeatable; comma-separated in env/TOML).",
     )
@@ -29,13 +29,6 @@ class SqlSettings(ServerSettings):
     schema_poll_interval: float = Field(
         2.0, gt=0, description="PostgreSQL: seconds between schema checks while a client listens for changes."
     )
-
-    @field_validator("db", mode="before")
-    @classmethod
-    def _split_db(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
 
     @property
     def writes_enabled(self) -> bool:

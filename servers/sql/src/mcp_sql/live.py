@@ -1,21 +1,21 @@
 """Live schema: while any client listens, schema changes become resource notifications.
 
-SQLite: the database file (and its -wal / -journal) is watched with `WatchService`; after a
-change the per-table fingerprints are compared with the last ones. PostgreSQL: fingerprints are
-polled every `poll_interval` seconds. Nothing is watched or polled while nobody listens.
+`mcp_batteries.live.LiveResources` owns interest, watching and notifying; this module says what
+to watch and what changed. SQLite: the database file (and its -wal / -journal) is watched; after
+a change the per-table fingerprints are compared with the last ones. PostgreSQL: fingerprints
+are polled every `poll_interval` seconds. Nothing is watched or polled while nobody listens.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from contextlib import suppress
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 from urllib.parse import quote, unquote
 
-from mcp_batteries.watch import ChangeBatch, WatchService
+import anyio
+from mcp_batteries.live import Changes, Hits
+from mcp_batteries.watch import WatchTarget
 
 from mcp_sql.database import Database
 
@@ -51,114 +51,85 @@ def split_key(key: str) -> tuple[str, str]:
 
 
 class LiveSchema:
-    """Maps interest to SQLite file watches and PostgreSQL polling; changes to notifications."""
+    """The SQL server's `LiveSource`: database files to watch, catalogs to poll, what changed."""
 
-    def __init__(
-        self,
-        databases: Callable[[], dict[str, Database]],
-        *,
-        resource_updated: Callable[[str], Awaitable[None]],
-        list_changed: Callable[[], Awaitable[None]],
-        poll_interval: float,
-    ) -> None:
+    def __init__(self, databases: Callable[[], dict[str, Database]], *, poll_interval: float) -> None:
         self._databases = databases
-        self._resource_updated = resource_updated
-        self._list_changed = list_changed
-        self._poll_interval = poll_interval
         self._fingerprints: dict[str, dict[str, str]] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks: dict[str, anyio.Lock] = {}
         self._paths: dict[Path, str] = {}
-        self._poll_task: asyncio.Task[None] | None = None
-        self._active = False
-        self._open = False
-        self.watch = WatchService(self._on_changes)
+        self._interval = poll_interval
 
-    # -- service lifetime (entered inside the server's lifespan) ---------------------------------
-    async def __aenter__(self) -> LiveSchema:
-        self._open = True
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._open = False
-        await self._stop()
-
-    # -- interest --------------------------------------------------------------------------
-    async def on_interest(self, keys: frozenset[str]) -> None:
-        if keys and self._open:
-            await self._start()
-        elif not keys:
-            await self._stop()
-
-    async def _start(self) -> None:
-        if self._active:
-            return
-        self._active = True
+    @property
+    def poll_interval(self) -> float | None:
+        """PostgreSQL catalogs cannot be watched: they are polled while anyone listens."""
         dbs = self._databases()
-        for name, db in dbs.items():  # baseline before the subscribe call is answered
-            await self._snapshot(name, db)
-        files: list[Path] = []
-        self._paths = {}
-        for name, db in dbs.items():
-            if db.sqlite_path is not None:
-                base = Path(db.sqlite_path)
-                for path in (base, Path(f"{base}-wal"), Path(f"{base}-journal")):
-                    self._paths[path] = name
-                    files.append(path)
-        if files:
-            await self.watch.set_targets(files=files)
-        if any(db.sqlite_path is None for db in dbs.values()):
-            self._poll_task = asyncio.get_running_loop().create_task(self._poll())
+        return self._interval if any(db.sqlite_path is None for db in dbs.values()) else None
 
-    async def _stop(self) -> None:
-        self._active = False
-        task, self._poll_task = self._poll_task, None
-        if task is not None:
-            task.cancel()
-            with suppress(asyncio.CancelledError, Exception):
-                await task
-        await self.watch.set_targets(files=())
-        self._fingerprints.clear()
+    def _files(self, name: str, db: Database) -> list[WatchTarget]:
+        if db.sqlite_path is None:
+            return []
+        base = Path(db.sqlite_path)
+        files = [base, Path(f"{base}-wal"), Path(f"{base}-journal")]
+        for path in files:
+            self._paths[path] = name
+        return [WatchTarget.file(path) for path in files]
 
-    async def _snapshot(self, name: str, db: Database) -> None:
+    async def targets(self, uri: str) -> Sequence[WatchTarget]:
+        parsed = parse_uri(uri)
+        db = self._databases().get(parsed[0]) if parsed else None
+        if parsed is None or db is None:
+            return []
+        await self._baseline(parsed[0], db)  # before the subscribe call is answered
+        return self._files(parsed[0], db)
+
+    async def list_targets(self) -> Sequence[WatchTarget]:
+        targets: list[WatchTarget] = []
+        for name, db in self._databases().items():
+            await self._baseline(name, db)
+            targets.extend(self._files(name, db))
+        return targets
+
+    async def resolve(self, hits: Hits) -> Changes:
+        names = {self._paths[Path(p)] for _, p in hits.batch if Path(p) in self._paths}
+        return await self._refresh_all(sorted(names))
+
+    async def poll(self, uris: frozenset[str]) -> Changes:
+        dbs = self._databases()
+        return await self._refresh_all(sorted(n for n, db in dbs.items() if db.sqlite_path is None))
+
+    async def _refresh_all(self, names: list[str]) -> Changes:
+        updated: set[str] = set()
+        list_changed = False
+        for name in names:
+            changes = await self.refresh(name)
+            updated |= changes.updated
+            list_changed = list_changed or changes.list_changed
+        return Changes(updated=frozenset(updated), list_changed=list_changed)
+
+    async def _baseline(self, name: str, db: Database) -> None:
+        if name in self._fingerprints:
+            return
         try:
             self._fingerprints[name] = await db.table_fingerprints()
         except Exception:
             logger.exception("schema fingerprint of %s failed", name)
 
-    # -- change detection ------------------------------------------------------------------------
-    async def _on_changes(self, batch: ChangeBatch) -> None:
-        names = {self._paths[Path(p)] for _, p in batch if Path(p) in self._paths}
-        for name in sorted(names):
-            await self.refresh(name)
-
-    async def _poll(self) -> None:
-        while True:
-            await asyncio.sleep(self._poll_interval)
-            for name, db in list(self._databases().items()):
-                if db.sqlite_path is None:
-                    await self.refresh(name)
-
-    async def refresh(self, name: str) -> None:
-        """Compare `name`'s table fingerprints with the last ones and notify what changed."""
+    async def refresh(self, name: str) -> Changes:
+        """Compare `name`'s table fingerprints with the last ones: which resources changed."""
         db = self._databases().get(name)
-        if db is None or not self._active:
-            return
-        lock = self._locks.setdefault(name, asyncio.Lock())
-        async with lock:
+        if db is None:
+            return Changes()
+        async with self._locks.setdefault(name, anyio.Lock()):
             before = self._fingerprints.get(name)
             try:
                 after = await db.table_fingerprints()
             except Exception:
                 logger.exception("schema fingerprint of %s failed", name)
-                return
+                return Changes()
             self._fingerprints[name] = after
             if before is None or before == after:
-                return
+                return Changes()
             changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-            for key in changed:
-                await self._resource_updated(table_uri(name, *split_key(key)))
-            await self._resource_updated(schema_uri(name))
-            if before.keys() != after.keys():
-                await self._list_changed()
+            updated = {table_uri(name, *split_key(key)) for key in changed} | {schema_uri(name)}
+            return Changes(updated=frozenset(updated), list_changed=before.keys() != after.keys())

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from mcp.types import CallToolResult, Completion, Resource, ResourceTemplateReference, TextContent
 from mcp_batteries.app import BatteriesServer
 from mcp_batteries.errors import AccessDenied, InvalidInput, NotFound
+from mcp_batteries.live import LiveResources
 from pydantic import Field
 
 from mcp_sql import present
@@ -111,15 +112,8 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
             except Exception:
                 logger.exception("closing %s failed", db.name)
 
-    live = LiveSchema(
-        databases,
-        resource_updated=server.notify_resource_updated,
-        list_changed=server.notify_resources_list_changed,
-        poll_interval=settings.schema_poll_interval,
-    )
     server.service(open_all)
-    server.service(lambda: live)
-    server.interest.on_change(live.on_interest)
+    LiveResources(server, LiveSchema(databases, poll_interval=settings.schema_poll_interval))
 
     # -- tools -------------------------------------------------------------------------------
     @server.tool(title="Run a read-only SQL query", read_only=True, idempotent=True)

@@ -1,0 +1,133 @@
+"""What mcp-fetch offers, as plain Python: the fetch tool's reply and description, the prompt's text.
+
+`FetchService` holds one `Fetcher` (one connection pool) for as long as the server runs; `server.py`
+only registers its methods. The tool and prompt are drop-in compatible with the reference server
+(`mcp-server-fetch`): the reply starts "Contents of URL:", and a truncated chunk ends with the
+marker naming the next start_index.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from mcp_batteries.errors import BatteriesError
+from mcp_batteries.names import scrub
+
+from .client import Fetcher, FetchResult, FetchSettings, Format
+from .netguard import Resolver
+from .urls import shorten
+
+INSTRUCTIONS = """Fetches web pages (http/https) and returns their main content as Markdown, plain
+text or HTML, one chunk at a time: when a reply ends with a truncation notice, call fetch again
+with the start_index it names. JavaScript is not run. Private and internal addresses are refused
+unless the operator allowed them, and robots.txt is honoured."""
+
+#: The prompt returns the whole page in one message, up to this many characters.
+PROMPT_MAX_LENGTH = 200_000
+
+
+@dataclass(frozen=True)
+class ToolReply:
+    """The fetch tool's answer: text, and for an image the image itself."""
+
+    text: str
+    image: bytes | None = None
+    image_mime: str | None = None
+
+    @property
+    def image_base64(self) -> str:
+        return base64.b64encode(self.image or b"").decode("ascii")
+
+
+class FetchService:
+    """One Fetcher for as long as the server runs, and the tool's and prompt's replies."""
+
+    def __init__(self, settings: FetchSettings, *, resolver: Resolver | None = None) -> None:
+        self.settings = settings
+        self._resolver = resolver
+        self._fetcher: Fetcher | None = None
+
+    @property
+    def fetcher(self) -> Fetcher:
+        if self._fetcher is None:
+            raise RuntimeError("the fetch service is not running")
+        return self._fetcher
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Fetcher]:
+        self._fetcher = Fetcher(self.settings, resolver=self._resolver)
+        try:
+            yield self._fetcher
+        finally:
+            fetcher, self._fetcher = self._fetcher, None
+            await fetcher.aclose()
+
+    async def tool_reply(
+        self, url: str, *, max_length: int, start_index: int, raw: bool, format: Format
+    ) -> ToolReply:
+        result = await self.fetcher.fetch(
+            url, format=format, raw=raw, start_index=start_index, max_length=max_length
+        )
+        if result.image is None:
+            return ToolReply(render(result))
+        caption = (
+            f"Contents of {result.final_url}: an image ({result.image_mime}, {len(result.image)} bytes)."
+        )
+        if result.notice:
+            caption = f"{result.notice}\n{caption}"
+        return ToolReply(caption, result.image, result.image_mime or result.content_type)
+
+    async def prompt_text(self, url: str) -> str:
+        """The whole page for the prompt; a failure becomes the message text."""
+        # A user picked this prompt and URL themselves, so robots.txt (rules for automated
+        # agents) is not consulted, as in the reference server.
+        try:
+            result = await self.fetcher.fetch(url, max_length=PROMPT_MAX_LENGTH, check_robots=False)
+        except BatteriesError as exc:
+            # The URL is repeated as the user typed it: bounded, and safe to serialize whatever it holds.
+            return f"Failed to fetch {shorten(scrub(url))}: {exc}"
+        if result.image is not None:
+            return (
+                f"Contents of {result.final_url}: an image ({result.image_mime}); "
+                "use the fetch tool to see it."
+            )
+        return render(result)
+
+
+def render(result: FetchResult) -> str:
+    """The reply text, shaped like the reference server's."""
+    prefix = ""
+    if result.notice:
+        prefix = f"{result.notice}\n"
+    lines = [f"{prefix}Contents of {result.final_url}:"]
+    if result.title:
+        lines.append(f"Title: {result.title}")
+    text = "\n".join(lines) + "\n" + result.content
+    if result.truncated and result.next_start_index is not None:
+        text += (
+            f"\n\n<error>Content truncated. Call the fetch tool with a start_index of "
+            f"{result.next_start_index} to get more content.</error>"
+        )
+    return text
+
+
+def tool_description(settings: FetchSettings) -> str:
+    """The fetch tool's description, for the model, with the operator's actual limits."""
+    mib = settings.max_download_bytes / (1024 * 1024)
+    return (
+        "Fetch a URL from the internet and return its content: HTML pages are reduced to their main "
+        "content and converted to Markdown (or plain text / cleaned HTML with `format`); text, JSON and "
+        "XML come back as they are; PNG, JPEG, GIF and WebP images come back as images.\n\n"
+        "Long content is returned in chunks of at most max_length characters (default 5000). When a "
+        'reply ends with "<error>Content truncated...", call fetch again with the same url and the '
+        "start_index it names to read on (the page is normally not downloaded again).\n\n"
+        f"Limits: downloads are capped at {mib:g} MiB and {settings.fetch_timeout:g} s, with at most "
+        f"{settings.max_redirects} redirects. JavaScript is NOT run, so pages that build their content "
+        "in the browser may come back nearly empty. Only http:// and https:// URLs (no user:password@); "
+        "private and internal network addresses are refused unless the operator allowed them"
+        + ("" if settings.ignore_robots_txt else ", and sites' robots.txt rules are respected")
+        + "."
+    )
