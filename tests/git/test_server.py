@@ -17,7 +17,7 @@ import anyio
 import pytest
 from mcp import MCPDeprecationWarning, MCPError
 from mcp.types import PromptReference, ResourceTemplateReference
-from mcp_batteries.testing import ERAS, Era, connect, connect_http, http_server, stdio_params
+from mcp_batteries.testing import ERAS, Era, connect
 from mcp_git.config import GitSettings
 from mcp_git.server import build_server
 
@@ -324,56 +324,3 @@ async def test_a_ping_is_answered_while_a_heavy_call_runs(tmp_path: Path, git_cl
                 await c.send_ping()
             finished.append("ping")
     assert finished == ["ping", "log"]
-
-
-def _names_checks(status_text: str, log_text: str) -> None:
-    assert '"bad\\377\\376name.txt"' in status_text and "café.txt" in status_text
-    assert 'Author: "Bj\\366rn \\033[31mRed"' in log_text
-    assert "caf\\xe9" in log_text
-
-
-async def _exercise_names(c: Any, repo: Path) -> None:
-    (repo / "café.txt").write_text("changed\n")
-    Path(os.fsdecode(os.fsencode(repo) + b"/bad\xff\xfename.txt")).write_bytes(
-        b"caf\xe9 latin-1 content\nmore\n"
-    )
-    status = await c.call_tool("git_status", {})
-    log = await c.call_tool("git_log", {})
-    _names_checks(text(status), text(log))
-    quoted = [row[0] for row in status.structured_content["rows"]]
-    assert '"bad\\377\\376name.txt"' in quoted
-    added = await c.call_tool("git_add", {"files": quoted})  # the shown form is accepted back
-    assert not added.is_error, text(added)
-    staged = text(await c.call_tool("git_diff_staged", {}))
-    assert 'diff --git "a/bad\\377\\376name.txt" "b/bad\\377\\376name.txt"' in staged
-    assert "+more" in staged
-    shown = text(await c.call_tool("git_show", {"revision": "HEAD"}))
-    assert "caf\\xe9" in shown and '"b/line\\nbreak.txt"' in shown and '"b/quo\\"te.txt"' in shown
-    assert '"b/esc\\033[31m.txt"' in shown and "b/café.txt" in shown
-    branches = await c.call_tool("git_branch", {})
-    assert '"feat-\\377"' in text(branches) and "café" in text(branches)
-    switched = await c.call_tool("git_checkout", {"branch_name": '"feat-\\377"'})
-    assert not switched.is_error and '"feat-\\377"' in text(switched), text(switched)
-    blame = await c.call_tool("git_blame", {"path": '"bad\\377\\376name.txt"', "revision": "HEAD"})
-    assert blame.structured_content["rows"][0][2] == '"Bj\\366rn \\033[31mRed"'
-    grep = await c.call_tool("git_grep", {"pattern": "latin"})
-    assert '"line\\nbreak.txt"' in [r[0] for r in grep.structured_content["rows"]]
-    blob = await c.read_resource("git://names/blob/HEAD/bad%FF%FEname.txt")
-    assert getattr(blob.contents[0], "blob", None) is not None  # not UTF-8: served as bytes
-    assert (await c.list_tools()).tools  # the connection is alive and well
-
-
-@pytest.mark.parametrize("era", ERAS)
-async def test_names_that_are_not_text_survive_over_stdio(names_repository: Path, era: Era) -> None:
-    params = stdio_params("mcp-batteries-git", "--repository", str(names_repository))
-    async with connect(params, era) as c:
-        await _exercise_names(c, names_repository)
-
-
-@pytest.mark.parametrize("era", ERAS)
-async def test_names_that_are_not_text_survive_over_http(names_repository: Path, era: Era) -> None:
-    async with (
-        http_server("mcp-git", "--repository", str(names_repository)) as running,
-        connect_http(running.url, era) as c,
-    ):
-        await _exercise_names(c, names_repository)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from mcp_batteries.settings import NameList, ServerSettings
 from pydantic import Field, field_validator, model_validator
 
@@ -47,14 +45,6 @@ class GitSettings(ServerSettings):
             "bigger trees are polled instead."
         ),
     )
-
-    @field_validator("directories", "repository", mode="before")
-    @classmethod
-    def _split_commas(cls, value: Any) -> Any:
-        # From the environment or TOML a list may arrive as "a,b" (flags repeat instead).
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
 
     @field_validator("author")
     @classmethod

@@ -28,7 +28,7 @@ from mcp_git.refs import list_branches, list_tags
 from mcp_git.repository import Repository
 from mcp_git.runner import Git
 from mcp_git.scope import RepositoryScope
-from mcp_git.status import status_page
+from mcp_git.status import status_fingerprint, status_page
 
 __all__ = [
     "KINDS",
@@ -74,7 +74,7 @@ def uri_for(repository: Repository, kind: str, revision: str | None = None, path
     return uri
 
 
-def parse_uri(scope: RepositoryScope, uri: str, git_for: object = None) -> GitUri:
+def parse_uri(scope: RepositoryScope, uri: str) -> GitUri:
     """The repository and resource a `git://` URI names (in the client's scope)."""
     if not uri.startswith(SCHEME):
         raise InvalidInput(f"not a git:// URI: {uri!r}")
@@ -164,6 +164,35 @@ def read(git: Git, target: GitUri) -> tuple[str | bytes, str]:
         except UnicodeDecodeError:
             pass
     return data, mime or "application/octet-stream"
+
+
+def fingerprint(git: Git, target: GitUri) -> bytes:
+    """What a resource shows, compactly: it changed exactly when this did."""
+    if target.kind == "status":
+        return status_fingerprint(git)
+    if target.kind == "log":
+        result = git.run(["rev-parse", "HEAD", "--symbolic-full-name", "HEAD"], check=False)
+    elif target.kind == "branches":
+        result = git.run(
+            [
+                "for-each-ref",
+                "--format=%(HEAD)%(refname)%00%(objectname)%00%(upstream)%00%(symref)",
+                "refs/heads/",
+                "refs/remotes/",
+            ],
+            check=False,
+        )
+    elif target.kind == "tags":
+        result = git.run(["for-each-ref", "--format=%(refname)%00%(objectname)", "refs/tags/"], check=False)
+    elif target.kind == "commit":
+        expression = f"{target.revision}^{{commit}}"
+        result = git.run(["rev-parse", "--verify", "--quiet", "--end-of-options", expression], check=False)
+    else:
+        try:
+            return _blob_revision_and_path(git, target)[0].encode()
+        except NotFound:
+            return b"missing"
+    return bytes([result.returncode & 0xFF]) + result.stdout
 
 
 def repository_uris(git: Git) -> list[tuple[str, str, str]]:

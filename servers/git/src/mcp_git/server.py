@@ -19,11 +19,13 @@ from mcp.types import (
     TextContent,
 )
 from mcp_batteries.app import BatteriesServer
+from mcp_batteries.live import LiveResources
 from mcp_batteries.roots import RootsTracker
 from pydantic import BaseModel, Field
 
 from mcp_git import changes, history, network, prompts, refs, resources
 from mcp_git.config import GitSettings
+from mcp_git.live import LiveRepositories
 from mcp_git.models import (
     BlameResult,
     BranchResult,
@@ -104,8 +106,21 @@ def build_server(settings: GitSettings) -> BatteriesServer:
     async def scope(ctx: Context[Any, Any]) -> RepositoryScope:
         return await roots.effective(ctx.session)
 
+    source = LiveRepositories(service, max_dirs=settings.watch_max_dirs)
+    live = LiveResources(server, source, watch=settings.watch)
+
     async def call(ctx: Context[Any, Any], repo_path: str | None, fn: Any, *args: Any, **kwargs: Any) -> Any:
         return await off_loop(service.call, await scope(ctx), repo_path, fn, *args, **kwargs)
+
+    async def change(
+        ctx: Context[Any, Any], repo_path: str | None, fn: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        """`call` for tools that change a repository: its subscribers hear of it at once."""
+        try:
+            return await call(ctx, repo_path, fn, *args, **kwargs)
+        finally:
+            news = await source.recheck(live.subscribed, live.listing_wanted)
+            await live.changed(news.updated, list_changed=news.list_changed)
 
     # -- the reference's tools ------------------------------------------------------------------
     @server.tool(title="Working tree status", read_only=True)
@@ -205,7 +220,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
     ) -> str:
         """Records the staged changes as a new commit, with the repository's configured identity
         (user.name/user.email). Stage changes with git_add first; hooks do not run."""
-        text: str = await call(ctx, repo_path, changes.commit, message)
+        text: str = await change(ctx, repo_path, changes.commit, message)
         return text
 
     @server.tool(title="Stage files", read_only=False, idempotent=True, structured_output=False)
@@ -222,7 +237,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
     ) -> str:
         """Adds file contents to the staging area (new, modified and deleted files). Paths must
         stay inside the repository's working tree."""
-        text: str = await call(ctx, repo_path, changes.add, files)
+        text: str = await change(ctx, repo_path, changes.add, files)
         return text
 
     @server.tool(
@@ -235,7 +250,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
     async def git_reset(ctx: Context[Any, Any], repo_path: RepoArg = None) -> str:
         """Unstages all staged changes (the working tree keeps them). To unstage some paths only,
         use git_restore with staged=true."""
-        text: str = await call(ctx, repo_path, changes.reset)
+        text: str = await change(ctx, repo_path, changes.reset)
         return text
 
     @server.tool(title="Commit history", read_only=True)
@@ -293,7 +308,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         ] = None,
     ) -> str:
         """Creates a new branch from an optional base (it does not switch to it: use git_checkout)."""
-        text: str = await call(ctx, repo_path, refs.create_branch, branch_name, base_branch)
+        text: str = await change(ctx, repo_path, refs.create_branch, branch_name, base_branch)
         return text
 
     @server.tool(title="Switch branch", read_only=False, structured_output=False)
@@ -306,7 +321,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
     ) -> str:
         """Switches to a branch. Local changes that would be overwritten make it fail, and nothing
         changes. A tag or commit checks out a detached HEAD."""
-        text: str = await call(ctx, repo_path, refs.checkout, branch_name)
+        text: str = await change(ctx, repo_path, refs.checkout, branch_name)
         return text
 
     @server.tool(title="Show a commit or file", read_only=True, structured_output=False)
@@ -460,7 +475,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
                     from mcp_batteries.errors import InvalidInput
 
                     raise InvalidInput("action='create' needs the tag's name")
-                text, result = await call(ctx, repo_path, refs.create_tag, name, revision, message)
+                text, result = await change(ctx, repo_path, refs.create_tag, name, revision, message)
             else:
                 text, result = await call(ctx, repo_path, refs.list_tags, offset=offset, limit=limit)
             return _reply(text, result)
@@ -486,7 +501,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         ) -> Annotated[CallToolResult, StashResult]:
             """Saves local changes away (push) and brings them back (apply, pop), lists stashes, or
             deletes one (drop, which cannot be undone)."""
-            text, result = await call(
+            text, result = await change(
                 ctx,
                 repo_path,
                 refs.stash_action,
@@ -539,7 +554,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
     ) -> str:
         """Discards local changes to files (staged=false: the working tree is overwritten, which
         cannot be undone) or unstages them (staged=true). Untracked files are not touched."""
-        text: str = await call(ctx, repo_path, changes.restore, paths, staged=staged, source=source)
+        text: str = await change(ctx, repo_path, changes.restore, paths, staged=staged, source=source)
         return text
 
     @server.tool(title="Create a repository", read_only=False, structured_output=False)
@@ -556,7 +571,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         """Creates an empty repository, only inside the directories the operator allowed."""
         target = await off_loop((await scope(ctx)).init_target, path)
         text = await off_loop(changes.init, service.policy, target, initial_branch=initial_branch, bare=bare)
-        await server.notify_resources_list_changed()
+        await live.changed(list_changed=True)
         return text
 
     if settings.allow_network:
@@ -575,8 +590,8 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         ) -> str:
             """Downloads commits and refs from a remote (updates remote-tracking branches only)."""
             current = await scope(ctx)
-            text: str = await off_loop(
-                service.call, current, repo_path, network.fetch, service.areas(current), remote, branch, prune
+            text: str = await change(
+                ctx, repo_path, network.fetch, service.areas(current), remote, branch, prune
             )
             return text
 
@@ -595,9 +610,8 @@ def build_server(settings: GitSettings) -> BatteriesServer:
             """Fetches and integrates a remote branch into the current one: fast-forward only
             unless ff_only=false."""
             current = await scope(ctx)
-            text: str = await off_loop(
-                service.call,
-                current,
+            text: str = await change(
+                ctx,
                 repo_path,
                 network.pull,
                 service.areas(current),
@@ -628,9 +642,8 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         ) -> str:
             """Uploads a local branch to a remote. Never forces, unless force_with_lease is asked."""
             current = await scope(ctx)
-            text: str = await off_loop(
-                service.call,
-                current,
+            text: str = await change(
+                ctx,
                 repo_path,
                 network.push,
                 service.areas(current),

@@ -109,6 +109,16 @@ class GitService:
         more = len(items) > start + RESOURCES_PER_PAGE
         return page, str(start + RESOURCES_PER_PAGE) if more else None
 
+    def listing_fingerprint(self, scope: RepositoryScope) -> bytes:
+        """What resources/list shows, compactly: each repository and its branch and tag names."""
+        parts: list[bytes] = []
+        for repository in scope.discover():
+            refs = self.git(repository).run(
+                ["for-each-ref", "--format=%(refname)", "refs/heads/", "refs/tags/"], check=False
+            )
+            parts += [repository.key.encode("utf-8", "surrogateescape"), refs.stdout]
+        return b"\x00".join(parts)
+
     def target(self, scope: RepositoryScope, uri: str) -> GitUri:
         return parse_uri(scope, uri)
 
