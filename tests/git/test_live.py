@@ -150,15 +150,17 @@ async def test_the_servers_own_changes_are_heard_once(project: Path, era: Era, g
     heard = Heard(era)
     server = build_server(GitSettings(repository=[str(project)])).mcp
     log = "git://project/log"
-    async with connect(server, era, message_handler=heard.legacy_handler) as client:
-        async with listening(client, era, heard, [log]):
-            result = await client.call_tool("git_commit", {"message": "through the server"})
-            assert not result.is_error, text(result)
-            assert heard.count(UPDATED, log) == 1, heard.events  # told before the tool call returned
-            mark = heard.mark()
-            git_cli(project, "commit", "-q", "--allow-empty", "-m", "outside")
-            await heard.wait(UPDATED, log, after=mark)
-            assert heard.count(UPDATED, log) == 2  # the watcher did not repeat the first one
+    async with (
+        connect(server, era, message_handler=heard.legacy_handler) as client,
+        listening(client, era, heard, [log]),
+    ):
+        result = await client.call_tool("git_commit", {"message": "through the server"})
+        assert not result.is_error, text(result)
+        await heard.wait(UPDATED, log)
+        mark = heard.mark()
+        git_cli(project, "commit", "-q", "--allow-empty", "-m", "outside")
+        await heard.wait(UPDATED, log, after=mark)
+        assert heard.count(UPDATED, log) == 2, heard.events  # the watcher did not repeat the first one
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -166,11 +168,13 @@ async def test_a_working_tree_too_big_to_watch_is_polled(project: Path, era: Era
     heard = Heard(era)
     server = build_server(GitSettings(repository=[str(project)], watch_max_dirs=0)).mcp
     status = "git://project/status"
-    async with connect(server, era, message_handler=heard.legacy_handler) as client:
-        async with listening(client, era, heard, [status]):
-            mark = heard.mark()
-            (project / "src" / "deep.txt").write_text("not watched, polled\n")
-            await heard.wait(UPDATED, status, after=mark)
+    async with (
+        connect(server, era, message_handler=heard.legacy_handler) as client,
+        listening(client, era, heard, [status]),
+    ):
+        mark = heard.mark()
+        (project / "src" / "deep.txt").write_text("not watched, polled\n")
+        await heard.wait(UPDATED, status, after=mark)
 
 
 async def test_subscribing_outside_the_allowed_repositories_is_refused(project: Path, tmp_path: Path) -> None:
