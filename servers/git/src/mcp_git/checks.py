@@ -160,9 +160,6 @@ def worktree_path(repository: Repository, text: str, *, what: str = "path") -> s
     if not isinstance(text, str) or not text:
         raise InvalidInput(f"{what} is empty; use '.' for the whole working tree")
     raw = unquote_path(text)
-    if raw.startswith("-") and not raw.startswith("./"):
-        # Not an option after `--`, but almost certainly a mistake worth naming.
-        raw = "./" + raw
     if "\x00" in raw:
         raise InvalidInput(f"{what} contains a NUL byte")
     top = AllowedDirectories([repository.worktree])

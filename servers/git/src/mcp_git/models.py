@@ -9,11 +9,17 @@ Every name in here is in the form replies show (see `mcp_git.text`), accepted ba
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, SkipValidation
+from pydantic import BaseModel, Field, SkipValidation, WithJsonSchema
 
-Cell = str | int | None
+# Rows of cells (strings, integers or null). The schema says only "an array of arrays", so a client
+# validating a big page does one type check per row and nothing per cell; not re-validated here
+# either (the domain builds them from strings and integers).
+Cell = Any
+Rows = Annotated[
+    list[list[Cell]], SkipValidation, WithJsonSchema({"type": "array", "items": {"type": "array"}})
+]
 
 
 class Listing(BaseModel):
@@ -32,9 +38,7 @@ class StatusResult(Listing):
     behind: int | None = None
     clean: bool = Field(description="True when nothing is staged, changed or untracked.")
     columns: list[str] = Field(description="Names of the fields in each row.")
-    rows: SkipValidation[list[list[Cell]]] = Field(
-        description="One row per changed path: [path, staged, unstaged, original_path]."
-    )
+    rows: Rows = Field(description="One row per changed path: [path, staged, unstaged, original_path].")
     total: int = Field(description="Changed paths in all pages.")
     offset: int
     next_offset: int | None
@@ -42,7 +46,7 @@ class StatusResult(Listing):
 
 class LogResult(Listing):
     columns: list[str]
-    rows: SkipValidation[list[list[Cell]]] = Field(
+    rows: Rows = Field(
         description="One row per commit, newest first: [commit, author, email, date, message]."
     )
     skip: int
@@ -71,16 +75,14 @@ class BlameResult(Listing):
     path: str
     revision: str | None
     columns: list[str]
-    rows: SkipValidation[list[list[Cell]]] = Field(
-        description="One row per line: [line, commit, author, date, text]."
-    )
+    rows: Rows = Field(description="One row per line: [line, commit, author, date, text].")
     next_start_line: int | None
 
 
 class GrepResult(Listing):
     revision: str | None
     columns: list[str]
-    rows: SkipValidation[list[list[Cell]]] = Field(description="One row per match: [path, line, text].")
+    rows: Rows = Field(description="One row per match: [path, line, text].")
     offset: int
     next_offset: int | None
 
@@ -124,9 +126,7 @@ class RemoteResult(Listing):
 class ReflogResult(Listing):
     ref: str
     columns: list[str]
-    rows: SkipValidation[list[list[Cell]]] = Field(
-        description="One row per entry, newest first: [selector, commit, date, action]."
-    )
+    rows: Rows = Field(description="One row per entry, newest first: [selector, commit, date, action].")
     skip: int
     next_skip: int | None
 

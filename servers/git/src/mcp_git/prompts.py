@@ -5,6 +5,7 @@ from __future__ import annotations
 from mcp_batteries.errors import InvalidInput
 
 from mcp_git.history import diff_page, log
+from mcp_git.pages import TextPage
 from mcp_git.runner import Git
 
 __all__ = ["commit_message_prompt", "review_prompt"]
@@ -44,8 +45,7 @@ def review_prompt(git: Git, target: str | None) -> str:
         staged = diff_page(git, staged=True, max_lines=MAX_PROMPT_LINES)
         unstaged = diff_page(git, max_lines=MAX_PROMPT_LINES)
         text = "\n".join(p.text for p in (staged, unstaged) if not p.empty)
-        page = staged if not unstaged.text else unstaged
-        page = type(page)(text, 1, 1, staged.more or unstaged.more)
+        page = TextPage(text, 1, 1, staged.more or unstaged.more)
         what = "the uncommitted changes (staged and unstaged)"
     if page.empty:
         raise InvalidInput(f"there is nothing to review: {what} are empty in {git.repository.key}")

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from mcp_batteries.errors import AccessDenied, ConfigError, InvalidInput, NotFound
 from mcp_batteries.names import quote_path, unquote_path
+from mcp_batteries.paths import AllowedDirectories, resolve_path
 
 from mcp_git.repository import Repository, find_worktree_root, is_repository, locate
 
@@ -290,8 +291,6 @@ class RepositoryScope:
 
     def init_target(self, text: str) -> Path:
         """Where git_init may create a repository: a real path inside an allowed directory."""
-        from mcp_batteries.paths import AllowedDirectories, resolve_path
-
         directories = [a.root for a in self.areas if not a.repository]
         if not directories:
             raise AccessDenied(

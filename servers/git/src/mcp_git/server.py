@@ -19,6 +19,7 @@ from mcp.types import (
     TextContent,
 )
 from mcp_batteries.app import BatteriesServer
+from mcp_batteries.errors import InvalidInput
 from mcp_batteries.live import LiveResources
 from mcp_batteries.roots import RootsTracker
 from pydantic import BaseModel, Field
@@ -472,8 +473,6 @@ def build_server(settings: GitSettings) -> BatteriesServer:
             Existing tags are never moved or deleted."""
             if action == "create":
                 if not name:
-                    from mcp_batteries.errors import InvalidInput
-
                     raise InvalidInput("action='create' needs the tag's name")
                 text, result = await change(ctx, repo_path, refs.create_tag, name, revision, message)
             else:

@@ -19,8 +19,14 @@ from mcp_batteries.names import quote_name, unquote_name
 __all__ = ["free_text", "name", "patch_text"]
 
 
+# Printable ASCII without `"` and `\`: shown as it is (the common case, decided in C).
+_PLAIN_ASCII = re.compile(rb"[\x20\x21\x23-\x5b\x5d-\x7e]*")
+
+
 def name(raw: bytes) -> str:
     """A name from git's `-z` output, as shown in replies."""
+    if _PLAIN_ASCII.fullmatch(raw):
+        return raw.decode("ascii")
     return quote_name(os.fsdecode(raw))
 
 
