@@ -14,11 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: import the harness beside it
 
@@ -187,6 +189,13 @@ def workloads(p: dict[str, str], grep_args: dict[str, object]) -> list[Workload]
             quick_repeat=3,
         ),
         tool(
+            "read_text_file first page (head 2000), big file",
+            "read_text_file",
+            {"path": p["big"], "head": 2000},
+            repeat=20,
+            quick_repeat=3,
+        ),
+        tool(
             "read_text_file tail 100, big file",
             "read_text_file",
             {"path": p["big"], "tail": 100},
@@ -261,6 +270,58 @@ def build(args: argparse.Namespace) -> Suite:
     )
 
 
+# --------------------------------------------------------------------------------------------------
+# Through the SDK client (issue 10): the official `Client`, as agent frameworks use it, over stdio
+# with a linear line reader (`sdk_client.py`). Small reads, where the per-call work shows.
+
+
+def sdk_calls(p: dict[str, str], repeat: int | None) -> list[Any]:
+    from sdk_client import SdkCall
+
+    small = sorted(str(x) for x in Path(p["small"]).iterdir())
+    return [
+        SdkCall("get_file_info", "get_file_info", {"path": p["info"]}, repeat=repeat or 200),
+        SdkCall("read_text_file small file", "read_text_file", {"path": p["info"]}, repeat=repeat or 200),
+        SdkCall("read_multiple_files x100", "read_multiple_files", {"paths": small}, repeat=repeat or 50),
+        SdkCall(
+            "first page of the big file (head 2000)",
+            "read_text_file",
+            {"path": p["big"], "head": 2000},
+            repeat=repeat or 50,
+        ),
+    ]
+
+
+def sdk_main(args: argparse.Namespace) -> None:
+    import anyio
+
+    from sdk_client import measure_sdk
+
+    shape = QUICK if args.quick else FULL
+    p = ensure_data(BENCH_DIR / ".work" / ("fs-quick" if args.quick else "fs"), shape)
+    specs = [
+        ServerSpec("ours", [*args.ours_cmd.split(), p["root"]]),
+        ServerSpec("anchor", ["node", REFERENCE_ENTRY, p["root"]]),
+    ]
+    if args.sdk_before:  # an earlier build of ours, measured in the same run
+        specs.append(ServerSpec("before", [*args.sdk_before.split(), p["root"]]))
+    rounds: dict[str, dict[str, list[float]]] = {}
+    for _ in range(args.sdk_rounds):  # fresh processes each round; the median of the rounds' medians
+        for name, by_server in anyio.run(measure_sdk, specs, sdk_calls(p, args.repeat)).items():
+            for server, seconds in by_server.items():
+                rounds.setdefault(name, {}).setdefault(server, []).append(seconds)
+    print(f"through the SDK Client (linear stdio reader), {args.sdk_rounds} rounds, servers interleaved")
+    header = f"| workload | ours | reference | ratio |{' before | ratio |' if args.sdk_before else ''}"
+    print(header + "\n" + "|---" * (header.count("|") - 1) + "|")
+    for name, by_server in rounds.items():
+        ours, ref = (statistics.median(by_server[k]) * 1000 for k in ("ours", "anchor"))
+        line = f"| {name} | {ours:.2f} ms | {ref:.2f} ms | {ours / ref:.2f}x |"
+        if args.sdk_before:
+            before = statistics.median(by_server["before"]) * 1000
+            line += f" {before:.2f} ms | {before / ref:.2f}x |"
+        print(line)
+
+
 def main() -> None:
     parser = arg_parser(__doc__.splitlines()[0] if __doc__ else "filesystem benchmark")
     parser.add_argument(
@@ -273,6 +334,18 @@ def main() -> None:
         "--grep-args", help='JSON arguments for our grep tool (default: {"path": TREE, "pattern": ...})'
     )
     parser.add_argument("--no-floor", action="store_true", help="skip the bare-MCPServer cold-start floor")
+    parser.add_argument(
+        "--sdk",
+        action="store_true",
+        help="measure small reads through the SDK ClientSession instead (issue 10)",
+    )
+    parser.add_argument("--sdk-before", help="with --sdk: command of an earlier build of ours to compare")
+    parser.add_argument(
+        "--sdk-rounds", type=int, default=3, help="with --sdk: rounds, each with fresh processes"
+    )
+    if "--sdk" in sys.argv:
+        sdk_main(parser.parse_args())
+        return
     run_cli(build, parser)
 
 

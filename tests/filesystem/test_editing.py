@@ -14,9 +14,9 @@ def _write(path: Path, text: str) -> None:
 
 
 def _writer(calls: list[tuple[Path, str]]):  # type: ignore[no-untyped-def]
-    def write_atomic(path: Path, text: str) -> None:
+    def write_atomic(path: Path, text: str, encoding: str) -> None:
         calls.append((path, text))
-        path.write_bytes(text.encode("utf-8"))
+        path.write_bytes(text.encode("utf-8" if encoding == "utf-8" else "cp1252"))
 
     return write_atomic
 
@@ -251,11 +251,37 @@ def test_edit_file_missing_file_is_not_found(tmp_path: Path) -> None:
         edit_file(tmp_path / "nope.txt", [Edit("a", "b")], write_atomic=_writer([]))
 
 
-def test_edit_file_rejects_non_utf8(tmp_path: Path) -> None:
-    target = tmp_path / "latin1.txt"
-    target.write_bytes(b"caf\xe9\n")
-    with pytest.raises(InvalidInput, match="not UTF-8"):
-        edit_file(target, [Edit("caf", "x")], write_atomic=_writer([]))
+def test_edit_file_edits_non_utf8_as_windows_1252_and_keeps_other_bytes(tmp_path: Path) -> None:
+    from mcp_batteries.paths import AllowedDirectories
+    from mcp_filesystem.editing import edit_file_in
+
+    root = tmp_path.resolve()
+    target = root / "legacy.txt"
+    original = b"caf\xe9 \x93quoted\x94\nkeep \x81\x8d\xff\nchange me\n"
+    target.write_bytes(original)
+    text = edit_file_in(
+        AllowedDirectories([root]), "legacy.txt", [{"oldText": "change me", "newText": "déjà"}]
+    )
+    assert "windows-1252" in text and "+déjà" in text
+    assert target.read_bytes() == original.replace(b"change me", b"d\xe9j\xe0")
+
+
+def test_edit_file_refuses_characters_windows_1252_cannot_hold(tmp_path: Path) -> None:
+    from mcp_batteries.paths import AllowedDirectories
+    from mcp_filesystem.editing import edit_file_in
+
+    root = tmp_path.resolve()
+    (root / "legacy.txt").write_bytes(b"caf\xe9\n")
+    with pytest.raises(InvalidInput, match=r"windows-1252.*cannot hold"):
+        edit_file_in(AllowedDirectories([root]), "legacy.txt", [{"oldText": "caf", "newText": "→"}])
+    assert (root / "legacy.txt").read_bytes() == b"caf\xe9\n"
+
+
+def test_edit_file_refuses_binary_files(tmp_path: Path) -> None:
+    target = tmp_path / "blob.bin"
+    target.write_bytes(b"ab\x00cd")
+    with pytest.raises(InvalidInput, match="binary"):
+        edit_file(target, [Edit("ab", "x")], write_atomic=_writer([]))
 
 
 def test_edit_file_rejects_files_over_the_size_cap(tmp_path: Path) -> None:

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput
 from mcp_batteries.paths import AllowedDirectories, resolve_path
-from mcp_filesystem.info import get_file_info
-from mcp_filesystem.reading import read_media_file, read_multiple_files, read_text_file
-from mcp_filesystem.writing import copy_file, create_directory, delete_path, move_file, write_file
+from mcp_filesystem import tools
+from mcp_filesystem.reading import read_multiple_files, read_text_file
+from mcp_filesystem.tools import Job
+from mcp_filesystem.writing import delete_path, move_file, write_file
 
 
 @pytest.fixture
@@ -42,39 +43,106 @@ def allowed(root: Path) -> AllowedDirectories:
     return AllowedDirectories([root])
 
 
+#: Every tool, through the function the server registers (`mcp_filesystem.tools`), with the
+#: escape in each of its path arguments. `list_allowed_directories` takes no path: its check is
+#: that it names nothing but the allowed directories (test_client_roots_cannot_widen_access).
+TOOLS_WITH_PATHS = {
+    "read_text_file",
+    "read_file",
+    "read_media_file",
+    "read_multiple_files",
+    "write_file",
+    "edit_file",
+    "create_directory",
+    "move_file",
+    "copy_file",
+    "delete_path",
+    "list_directory",
+    "list_directory_with_sizes",
+    "directory_tree",
+    "search_files",
+    "grep",
+    "get_file_info",
+}
+
+
 def _everything(allowed: AllowedDirectories, p: str) -> Iterator[tuple[str, Callable[[], object]]]:
+    job = Job(allowed)
     yield "resolve", lambda: resolve_path(p, allowed, must_exist=False)
-    yield "read_text_file", lambda: read_text_file(allowed, p)
-    yield "read_text_file tail", lambda: read_text_file(allowed, p, tail=1)
-    yield "read_media_file", lambda: read_media_file(allowed, p)
-    yield "get_file_info", lambda: get_file_info(allowed, p)
-    yield "write_file", lambda: write_file(allowed, p, "PWNED")
-    yield "create_directory", lambda: create_directory(allowed, p + "/newdir")
-    yield "copy_file from", lambda: copy_file(allowed, p, "copied.txt")
-    yield "copy_file to", lambda: copy_file(allowed, "ok.txt", p, overwrite=True)
-    yield "move_file to", lambda: move_file(allowed, "ok.txt", p)
+    yield "read_text_file", lambda: tools.read_text_file(job, p, None, None, None, None)
+    yield "read_file tail", lambda: tools.read_text_file(job, p, None, 1, None, None)
+    yield "read_text_file page", lambda: tools.read_text_file(job, p, None, None, 2, 1)
+    yield "read_media_file", lambda: tools.read_media_file(job, p)
+    yield "read_multiple_files", lambda: _per_file_refusal(tools.read_multiple_files(job, ["ok.txt", p]))
+    yield "get_file_info", lambda: tools.get_file_info(job, p)
+    yield "write_file", lambda: tools.write_file(job, p, "PWNED")
+    yield "edit_file", lambda: tools.edit_file(job, p, [{"oldText": "SECRET", "newText": "PWNED"}], False)
+    yield "create_directory", lambda: tools.create_directory(job, p + "/newdir")
+    yield "copy_file from", lambda: tools.copy_file(job, p, "copied.txt", False, True)
+    yield "copy_file to", lambda: tools.copy_file(job, "ok.txt", p, True, False)
+    yield "move_file to", lambda: tools.move_file(job, "ok.txt", p)
+    yield "list_directory", lambda: tools.list_directory(job, p)
+    yield "list_directory_with_sizes", lambda: tools.list_directory_with_sizes(job, p, "name")
+    yield "directory_tree", lambda: tools.directory_tree(job, p, [], None, False)
+    yield "search_files", lambda: tools.search_files(job, p, "**/*", [])
+    yield "grep", lambda: tools.grep(job, p, "SECRET", False, False, [], [], 0, 100)
+    # Last, because they may legitimately act on an in-tree symlink itself (never its target).
+    yield "move_file from", lambda: _move_back(job, p)
+    yield "delete_path", lambda: tools.delete_path(job, p, True)
+
+
+def _per_file_refusal(text: str) -> None:
+    """read_multiple_files answers per file: the escape must be an error, the rest still read."""
+    first, refusal = text.split("\n---\n")
+    assert first == "ok.txt:\npublic\n" or "Access denied" in first  # (an empty scope refuses all)
+    if "Access denied" in refusal:
+        raise AccessDenied(refusal)
+    if "Error - " in refusal:
+        raise InvalidInput(refusal)
+
+
+def _move_back(job: Job, p: str) -> None:
+    tools.move_file(job, p, "moved-away")
+    tools.move_file(job, "moved-away", p)  # it was a link inside the tree: put it back
+
+
+# Operations that act on a symlink itself, so a link inside the tree that points outside may be
+# described, moved or deleted (the checks below make sure nothing outside is read or touched).
+_ON_THE_LINK_ITSELF = {"get_file_info", "move_file from", "delete_path"}
 
 
 def _assert_all_refused(allowed: AllowedDirectories, p: str, outside: Path) -> None:
     before = {q: q.read_bytes() for q in outside.rglob("*") if q.is_file()}
+    covered = set()
     for name, op in _everything(allowed, p):
-        if name == "get_file_info":
-            # Describing a symlink that sits inside the tree is allowed, but only as the link:
-            # nothing about its outside target may show.
+        covered.add(name.split(" ")[0])
+        if name in _ON_THE_LINK_ITSELF:
             try:
-                described = get_file_info(allowed, p)
+                shown = op()
             except (AccessDenied, InvalidInput):
                 continue
-            assert described.type == "symlink" and described.symlink_target is None
-            assert described.mime_type is None
+            if name == "get_file_info":
+                assert isinstance(shown, str) and "type: symlink" in shown and "mimeType" not in shown
+                assert "(outside the allowed directories or dangling)" in shown
             continue
         with pytest.raises((AccessDenied, InvalidInput)) as info:
             op()
+        assert "SECRET" not in str(info.value)
         if info.type is AccessDenied:
             assert "allowed directories" in str(info.value), name
+    assert covered >= TOOLS_WITH_PATHS - {"read_file"}
     after = {q: q.read_bytes() for q in outside.rglob("*") if q.is_file()}
     assert after == before, "an operation changed files outside the allowed directory"
     assert not (outside / "newdir").exists()
+
+
+def test_the_escape_matrix_covers_every_tool_that_takes_a_path() -> None:
+    from mcp_filesystem.config import FilesystemSettings
+    from mcp_filesystem.server import build_server
+
+    server = build_server(FilesystemSettings(directories=["."]))
+    registered = set(server._declared_tools)
+    assert registered == TOOLS_WITH_PATHS | {"list_allowed_directories"}, registered
 
 
 ESCAPES = [

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from mcp_batteries.errors import InvalidInput, NotFound
-from mcp_filesystem.grep import MAX_LINE_CHARS, grep
+from mcp_batteries.errors import AccessDenied, InvalidInput, NotFound
+from mcp_batteries.paths import AllowedDirectories
+from mcp_filesystem import grep as grep_module
+from mcp_filesystem.grep import MAX_LINE_CHARS, GrepResult
+
+# These tests are about searching: every directory is allowed. Containment is tested in
+# test_escapes.py through the same entry point.
+EVERYWHERE = AllowedDirectories(["/"])
+
+
+def grep(path: Path, pattern: str, **kwargs: Any) -> GrepResult:
+    return grep_module.grep(EVERYWHERE, str(path), pattern, **kwargs)
 
 
 def _make(root: Path, files: dict[str, str | bytes]) -> None:
@@ -51,7 +62,7 @@ def test_grep_one_hit_per_line_even_with_many_occurrences(tmp_path: Path) -> Non
 
 
 def test_grep_invalid_regex_is_invalid_input_with_re_message(tmp_path: Path) -> None:
-    with pytest.raises(InvalidInput, match=r"missing \), unterminated subpattern"):
+    with pytest.raises(InvalidInput, match=r"Invalid regular expression .*missing \)"):
         grep(tmp_path, "(oops", is_regex=True)
 
 
@@ -142,7 +153,7 @@ def test_grep_handles_crlf_and_non_utf8(tmp_path: Path) -> None:
     _make(tmp_path, {"w.txt": b"one\r\ntwo needle\r\n", "l.txt": b"caf\xe9 needle\n"})
     result = grep(tmp_path, "needle")
     assert [(m.file, m.line, m.text) for m in result.matches] == [
-        ("l.txt", 1, "caf\ufffd needle"),
+        ("l.txt", 1, "café needle"),  # not UTF-8: read as windows-1252, like read_text_file
         ("w.txt", 2, "two needle"),
     ]
 
@@ -163,8 +174,8 @@ def test_grep_never_follows_symlinks(tmp_path: Path) -> None:
     (tmp_path / "root" / "filelink.txt").symlink_to(tmp_path / "outside" / "secret.txt")
     result = grep(tmp_path / "root", "needle")
     assert [m.file for m in result.matches] == ["ok.txt"]
-    with pytest.raises(NotFound):
-        grep(tmp_path / "root" / "filelink.txt", "needle")
+    with pytest.raises(AccessDenied):
+        grep_module.grep(AllowedDirectories([tmp_path / "root"]), "filelink.txt", "needle")
 
 
 def test_grep_single_file_path(tmp_path: Path) -> None:
@@ -219,3 +230,15 @@ def test_grep_regex_literal_shortcut_honours_inline_flags(tmp_path: Path) -> Non
 def test_grep_alternation_regex_without_required_literal(tmp_path: Path) -> None:
     _make(tmp_path, {"a.txt": "foo\n", "b.txt": "bar\n", "c.txt": "baz\n"})
     assert [m.file for m in grep(tmp_path, "foo|bar", is_regex=True).matches] == ["a.txt", "b.txt"]
+
+
+def test_grep_pages_with_offset(tmp_path: Path) -> None:
+    _make(tmp_path, {"a.txt": "hit\n" * 3, "b.txt": "hit\nmiss\nhit\n"})
+    first = grep(tmp_path, "hit", max_matches=2)
+    assert first.truncated and "offset=2" in first.text
+    second = grep(tmp_path, "hit", max_matches=2, offset=2)
+    assert [(m.file, m.line) for m in second.matches] == [("a.txt", 3), ("b.txt", 1)]
+    assert "offset=4" in second.text and "Matches 3-4" in second.text
+    last = grep(tmp_path, "hit", max_matches=2, offset=4)
+    assert [(m.file, m.line) for m in last.matches] == [("b.txt", 3)] and not last.truncated
+    assert "No matches after the first 9" in grep(tmp_path, "hit", offset=9).text

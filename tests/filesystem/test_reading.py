@@ -139,11 +139,28 @@ def test_overlong_line_is_cut_and_reported(allowed: AllowedDirectories, root: Pa
     assert "line(s) 2 were longer than the byte cap" in (page.notice or "")
 
 
-def test_invalid_utf8_is_replaced_and_reported(allowed: AllowedDirectories, root: Path) -> None:
-    (root / "latin1.txt").write_bytes(b"caf\xe9\n")
-    page = read_text_file(allowed, "latin1.txt")
-    assert page.text == "caf\ufffd\n"
-    assert "not valid UTF-8" in (page.notice or "")
+def test_non_utf8_is_read_as_windows_1252_reversibly_and_reported(
+    allowed: AllowedDirectories, root: Path
+) -> None:
+    every_byte = bytes(b for b in range(1, 256) if b != 0x0A)  # no NUL (binary), no newline
+    (root / "legacy.txt").write_bytes(b"caf\xe9\n" + every_byte + b"\n")
+    page = read_text_file(allowed, "legacy.txt")
+    assert page.text.startswith("café\n") and page.encoding == "windows-1252"
+    assert page.text.encode("cp1252", "mcp-filesystem-whatwg-1252") == b"caf\xe9\n" + every_byte + b"\n"
+    assert "not valid UTF-8" in (page.notice or "") and "windows-1252" in (page.notice or "")
+    # The streaming paths (paging, tail) say the same.
+    assert read_text_file(allowed, "legacy.txt", offset=2, limit=1).encoding == "windows-1252"
+    assert read_text_file(allowed, "legacy.txt", tail=2).encoding == "windows-1252"
+
+
+def test_a_line_cut_by_the_byte_cap_is_cut_between_characters(
+    allowed: AllowedDirectories, root: Path
+) -> None:
+    (root / "wide.txt").write_text("é" * 100 + "\n")
+    page = read_text_file(allowed, "wide.txt", offset=1, limit=1, max_bytes=51)  # 25.5 characters
+    assert page.encoding == "utf-8" and page.text.rstrip("\n") == "é" * 25
+    tail = read_text_file(allowed, "wide.txt", tail=1, max_bytes=51)
+    assert tail.encoding == "utf-8" and set(tail.text.rstrip("\n")) == {"é"}
 
 
 def test_binary_file_is_refused_with_media_advice(allowed: AllowedDirectories, root: Path) -> None:
@@ -309,3 +326,29 @@ def test_multiple_files_total_cap_skips_later_files_with_a_notice(
 def test_multiple_files_rejects_a_bare_string(allowed: AllowedDirectories) -> None:
     with pytest.raises(InvalidInput):
         read_multiple_files(allowed, "a.txt")
+
+
+def test_the_one_read_page_equals_the_line_by_line_reader(tmp_path: Path) -> None:
+    """The fast forward reader (one pread, C-level split) answers exactly like the streaming one
+    it replaced, on every shape of file: empty lines, no final newline, a line over the cap."""
+    import random
+
+    from mcp_filesystem.reading import _read_forward, _read_forward_streaming
+
+    rng = random.Random(7)
+    for trial in range(300):
+        lines = [b"x" * rng.choice([0, 1, 3, 10, 40]) for _ in range(rng.randint(0, 30))]
+        data = b"\n".join(lines) + (b"\n" if rng.random() < 0.6 else b"")
+        path = tmp_path / f"t{trial}.txt"
+        path.write_bytes(data)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            for _ in range(5):
+                offset, count = rng.randint(1, 35), rng.randint(1, 12)
+                max_bytes, paging = rng.choice([1, 5, 16, 50, 1000]), rng.random() < 0.5
+                args = (fd, offset, count, max_bytes, len(data))
+                fast = _read_forward(*args, paging=paging)
+                slow = _read_forward_streaming(*args, paging=paging)
+                assert fast == slow, (data, offset, count, max_bytes, paging)
+        finally:
+            os.close(fd)

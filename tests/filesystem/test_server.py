@@ -135,10 +135,20 @@ async def test_escapes_are_refused_through_the_client_naming_allowed_dirs(root: 
             ("write_file", {"path": "escape", "content": "pwned"}),
             ("list_directory", {"path": "/"}),
             ("read_text_file", {"path": "a\x00b"}),
+            ("list_directory_with_sizes", {"path": ".."}),
+            ("directory_tree", {"path": ".."}),
+            ("search_files", {"path": "..", "pattern": "secret*"}),
+            ("grep", {"path": "..", "pattern": "SECRET"}),
+            ("grep", {"path": "escape", "pattern": "SECRET"}),
+            ("edit_file", {"path": "escape", "edits": [{"oldText": "TOP", "newText": "x"}]}),
+            ("get_file_info", {"path": "../secret.txt"}),
+            ("copy_file", {"source": "escape", "destination": "stolen.txt"}),
         ]:
             result = await c.call_tool(name, args)
             assert result.is_error, (name, args)
             assert "TOP SECRET" not in text(result)
+        multi = text(await c.call_tool("read_multiple_files", {"paths": ["escape", "../secret.txt"]}))
+        assert multi.count("Access denied") == 2 and "TOP SECRET" not in multi
     assert (root.parent / "secret.txt").read_text() == "TOP SECRET"
 
 
@@ -285,3 +295,19 @@ async def test_roots_narrow_reads_listing_and_subscriptions(root: Path) -> None:
         with pytest.raises(MCPError) as caught:
             await legacy_subscribe(c, (root / "notes.txt").as_uri())
         assert caught.value.error.code == -32602
+
+
+async def test_completion_stays_within_the_client_roots(root: Path) -> None:
+    from mcp.types import ListRootsResult, ResourceTemplateReference, Root
+
+    async def only_src(_: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=(root / "src").as_uri())])
+
+    async with connect(server_for(root), "legacy", list_roots_callback=only_src) as c:
+        done = await c.complete(
+            ResourceTemplateReference(type="ref/resource", uri="file:///{+path}"),
+            {"name": "path", "value": str(root).lstrip("/") + "/"},
+        )
+    values = done.completion.values
+    assert values and all("/src" in v for v in values)
+    assert not any(v.endswith("notes.txt") for v in values)

@@ -5,18 +5,35 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp_batteries.errors import InvalidInput, NotFound
+from mcp_batteries.paths import AllowedDirectories
+from mcp_filesystem import walking
 from mcp_filesystem.patterns import ExcludeMatcher, compile_glob, expand_braces, gitignored, parse_gitignore
 from mcp_filesystem.walker import Walker
-from mcp_filesystem.walking import (
-    directory_tree,
-    format_size,
-    list_directory,
-    list_directory_with_sizes,
-    search_files,
-)
+from mcp_filesystem.walking import Listing, SearchResult, TreeResult, format_size
+
+# These tests are about listing semantics: every directory is allowed. Containment has its own
+# tests (test_escapes.py), through the same entry points.
+EVERYWHERE = AllowedDirectories(["/"])
+
+
+def list_directory(path: Path, *args: Any, **kwargs: Any) -> Listing:
+    return walking.list_directory(EVERYWHERE, str(path), *args, **kwargs)
+
+
+def list_directory_with_sizes(path: Path, *args: Any, **kwargs: Any) -> Listing:
+    return walking.list_directory_with_sizes(EVERYWHERE, str(path), *args, **kwargs)
+
+
+def directory_tree(path: Path, *args: Any, **kwargs: Any) -> TreeResult:
+    return walking.directory_tree(EVERYWHERE, str(path), *args, **kwargs)
+
+
+def search_files(path: Path, *args: Any, **kwargs: Any) -> SearchResult:
+    return walking.search_files(EVERYWHERE, str(path), *args, **kwargs)
 
 
 def _make(root: Path, files: dict[str, str]) -> None:
@@ -139,7 +156,12 @@ def test_list_directory_truncates_with_advice(tmp_path: Path) -> None:
     lines = listing.text.splitlines()
     assert listing.truncated and listing.entries == 15
     assert len(lines) == 11
-    assert "Showing 10 of 15" in lines[-1] and "search_files" in lines[-1]
+    assert "Showing entries 1-10 of 15" in lines[-1] and "offset=10" in lines[-1]
+    rest = list_directory(tmp_path, max_entries=10, offset=10).text.splitlines()
+    assert rest[:-1] == [f"[FILE] f{i:02}" for i in range(10, 15)]
+    assert rest[-1] == "[Showing entries 11-15 of 15.]"
+    sized = list_directory_with_sizes(tmp_path, max_entries=10, offset=10).text
+    assert "[FILE] f10" in sized and "f09" not in sized and "Total: 15 files" in sized
 
 
 def test_list_directory_errors(tmp_path: Path) -> None:
@@ -311,7 +333,7 @@ def test_walk_reports_progress_every_500_entries(tmp_path: Path) -> None:
 
 def test_walker_visit_limit_stops_walk(tmp_path: Path) -> None:
     _make(tmp_path, {f"f{i}": "" for i in range(20)})
-    walker = Walker.create(tmp_path, max_visited=5)
+    walker = Walker.open(EVERYWHERE, tmp_path, max_visited=5)
     assert len(list(walker.walk())) == 5
     assert walker.hit_visit_limit
 
@@ -369,7 +391,12 @@ def test_search_files_is_bounded(tmp_path: Path) -> None:
     _make(tmp_path, {f"f{i}.txt": "" for i in range(30)})
     result = search_files(tmp_path, "*.txt", max_results=10)
     assert result.truncated and len(result.paths) == 10
-    assert "Stopped after 10 results" in result.text
+    assert "Showing results 1-10; there are more" in result.text and "offset=10" in result.text
+    pages = [search_files(tmp_path, "*.txt", max_results=10, offset=o).paths for o in (10, 20, 30)]
+    assert sorted(result.paths + pages[0] + pages[1]) == sorted(
+        str(tmp_path / f"f{i}.txt") for i in range(30)
+    )
+    assert pages[2] == []
 
 
 def test_search_files_never_descends_symlinks(tmp_path: Path) -> None:

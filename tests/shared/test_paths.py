@@ -18,6 +18,7 @@ from mcp_batteries.paths import (
     open_dir_fd,
     open_for_read,
     open_parent_dir,
+    open_path_for_read,
     resolve_path,
     stat_within,
     symlink_target_within,
@@ -192,7 +193,7 @@ def test_non_utf8_name_resolves_and_displays(allowed: AllowedDirectories, root: 
     name = os.fsdecode(b"caf\xe9.txt")
     real = resolve_path(name, allowed)
     assert os.fsencode(real) == raw
-    assert display_path(real).endswith("caf\\xe9.txt")
+    assert display_path(real).endswith('caf\\351.txt"')  # names.quote_path's form
 
 
 def test_tilde_expands_to_home_when_home_is_allowed(
@@ -344,3 +345,53 @@ def test_symlink_loop_is_an_error_not_a_hang(allowed: AllowedDirectories, root: 
     (root / "loop").symlink_to(root / "loop")
     with pytest.raises(BatteriesError):
         resolve_path("loop", allowed)
+
+
+def test_open_path_for_read_takes_the_short_way_only_when_it_is_exact(
+    allowed: AllowedDirectories, root: Path, tmp_path: Path
+) -> None:
+    real_root = Path(os.path.realpath(root))
+    (tmp_path / "outside.txt").write_text("SECRET\n")
+    (root / "in-link").symlink_to("sub/inner.txt")
+    (root / "out-link").symlink_to(tmp_path / "outside.txt")
+    (root / "dir-link").symlink_to("sub")
+    for given, expected in [
+        ("file.txt", real_root / "file.txt"),  # short way
+        (str(real_root / "sub" / "inner.txt"), real_root / "sub" / "inner.txt"),  # short way
+        ("in-link", real_root / "sub" / "inner.txt"),  # a symlink inside: resolved
+        ("dir-link/inner.txt", real_root / "sub" / "inner.txt"),
+        ("sub/../file.txt", real_root / "file.txt"),
+        ("./sub//inner.txt", real_root / "sub" / "inner.txt"),
+    ]:
+        fd, real = open_path_for_read(given, allowed)
+        try:
+            assert real == expected, given
+            assert os.read(fd, 100) in (b"hello\n", b"inner\n")
+        finally:
+            os.close(fd)
+    for escape in ("out-link", "../outside.txt", str(tmp_path / "outside.txt")):
+        with pytest.raises(AccessDenied, match="allowed directories"):
+            open_path_for_read(escape, allowed)
+    with pytest.raises(NotFound):
+        open_path_for_read("missing.txt", allowed)
+    with pytest.raises(InvalidInput, match="directory"):
+        open_path_for_read("sub", allowed)
+
+
+def test_the_kernels_realpath_agrees_with_os_path_realpath(root: Path, tmp_path: Path) -> None:
+    from mcp_batteries.paths import _kernel_realpath
+
+    (root / "chain1").symlink_to("chain2")
+    (root / "chain2").symlink_to("sub")
+    (root / "up").symlink_to("sub/..")
+    (root / os.fsdecode(b"odd\xff\nname")).write_text("x")
+    for given in [
+        root / "file.txt",
+        root / "chain1" / "inner.txt",
+        root / "chain1" / ".." / "file.txt",  # `..` after a symlink: the kernel's rule
+        root / "up" / "file.txt",
+        root / "sub",
+        root / os.fsdecode(b"odd\xff\nname"),
+    ]:
+        assert _kernel_realpath(str(given)) == os.path.realpath(given), given
+    assert _kernel_realpath(str(root / "missing" / "x")) is None  # left to os.path.realpath

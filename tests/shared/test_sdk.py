@@ -84,3 +84,55 @@ def test_tool_input_schema_can_be_replaced() -> None:
     assert sdk.lowlevel_server(server) is not None
     with pytest.raises(KeyError):
         sdk.set_tool_input_schema(server, "missing", schema)
+
+
+class _RecordingStores:
+    def __init__(self) -> None:
+        self.opened: dict[str, Any] = {}
+        self.closed: list[str] = []
+        self.served: list[Any] = []
+
+    def open(self, session_id: str, owner: Any) -> Any:
+        from mcp_batteries.events import EventStores
+
+        store = EventStores().open(session_id, owner)
+        self.opened[session_id] = store
+        return store
+
+    def close(self, session_id: str) -> None:
+        self.closed.append(session_id)
+
+    def serving(self, requester: Any) -> Any:
+        from contextlib import nullcontext
+
+        self.served.append(requester)
+        return nullcontext()
+
+
+async def test_session_admission_and_discard_can_carry_a_store_per_session() -> None:
+    server: MCPServer[Any] = MCPServer("pin")
+    server.streamable_http_app(event_store=None)
+    manager = server.session_manager
+    stores = _RecordingStores()
+    sdk.use_session_event_stores(manager, stores)
+    owner = {"client_id": "c", "issuer": None, "subject": "s"}
+    async with manager.run():
+        first = manager._admit_session(owner)  # type: ignore[arg-type]
+        second = manager._admit_session(None)
+        assert first is not None and second is not None
+        assert first.mcp_session_id in manager._server_instances and sdk.open_sessions(manager) == 2
+        assert first._event_store is stores.opened[first.mcp_session_id]
+        assert second._event_store is stores.opened[second.mcp_session_id]
+        assert first._event_store is not second._event_store
+        assert stores.opened[first.mcp_session_id].owner == owner
+        await manager._discard_session(first.mcp_session_id, first)
+        assert stores.closed == [first.mcp_session_id] and sdk.open_sessions(manager) == 1
+
+
+def test_request_owner_is_the_credential_the_session_manager_compares() -> None:
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
+    from mcp_batteries.identity import Caller, access_token_for
+
+    user = AuthenticatedUser(access_token_for(Caller(subject="u:1", name="one", source="tokens-file"), "t"))
+    assert sdk.request_owner({"type": "http", "user": user}) == authorization_context(user)
+    assert sdk.request_owner({"type": "http"}) is None

@@ -223,3 +223,18 @@ async def test_a_change_under_a_tree_and_a_file_target_is_reported_once(tmp_path
         await seen.wait_for(None, tmp_path / "marker")
     reports = [b for b in seen.batches if any(p == str(target) for _, p in b)]
     assert len(reports) == 1
+
+
+async def test_a_name_that_is_not_utf8_resets_the_watcher_instead_of_killing_it(tmp_path: Path) -> None:
+    # watchfiles cannot decode such a path and fails on it until restarted.
+    target = tmp_path / "f.txt"
+    target.write_text("0")
+    seen = Batches()
+    async with WatchService(seen) as watch:
+        await watch.add(WatchTarget.tree(tmp_path))
+        await watch.add(WatchTarget.file(target))
+        (Path(os.fsdecode(bytes(tmp_path) + b"/bad\xff.txt"))).write_text("x")
+        await seen.wait_for(None, target)  # reported as possibly changed
+        seen.batches.clear()
+        target.write_text("1")
+        await seen.wait_for(Change.modified, target)  # and watching goes on

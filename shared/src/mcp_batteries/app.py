@@ -14,7 +14,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import anyio
 from mcp.server import MCPServer, ServerRequestContext
@@ -24,9 +24,13 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     CallToolResult,
+    CompleteRequestParams,
+    CompleteResult,
+    Completion,
     EmptyResult,
     GetPromptResult,
     InputRequiredResult,
@@ -260,8 +264,35 @@ class BatteriesServer:
         return self.mcp.prompt(name, **options)
 
     def completion(self) -> Callable[[F], F]:
-        """Register the completion handler (prompt arguments and resource template variables)."""
-        return cast(Callable[[F], F], self.mcp.completion())  # type: ignore[no-untyped-call]
+        """Register the completion handler (prompt arguments and resource template variables).
+
+        The handler is called as `handler(ref, argument, context)`, plus `session=` when it
+        declares a `session` parameter (to complete within the client's own scope, e.g. roots).
+        A `BatteriesError` becomes -32602; anything else is logged and answered without internals.
+        """
+
+        def register(fn: F) -> F:
+            wants_session = "session" in inspect.signature(fn).parameters
+
+            async def handler(
+                ctx: ServerRequestContext[Any], params: CompleteRequestParams
+            ) -> CompleteResult:
+                extra = {"session": ctx.session} if wants_session else {}
+                try:
+                    result = await fn(params.ref, params.argument, params.context, **extra)
+                except BatteriesError as exc:
+                    raise MCPError(INVALID_PARAMS, str(exc)) from exc
+                except MCPError:
+                    raise
+                except Exception as exc:
+                    logger.exception("completion of %r failed", params.argument.name)
+                    raise MCPError(INTERNAL_ERROR, f"cannot complete {params.argument.name!r}") from exc
+                return CompleteResult(completion=result if result is not None else Completion(values=[]))
+
+            sdk.add_request_handler(self.mcp, "completion/complete", CompleteRequestParams, handler)
+            return fn
+
+        return register
 
     def read_resources_with(self, prefix: str, reader: ResourceReader) -> None:
         """Read URIs starting with `prefix` through `reader`, which also names the MIME type."""

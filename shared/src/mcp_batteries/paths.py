@@ -20,7 +20,7 @@ Path rules (documented for tool descriptions):
 * Symlinks inside the allowed tree that point inside keep working; anything whose real
   location is outside is refused, including dangling links whose target would be outside.
 * Non-UTF-8 names arrive as `surrogateescape` strings and work; `display_path` renders them
-  printable for messages.
+  in the one reversible form of `mcp_batteries.names` (git-style quoting) for messages.
 
 What this cannot see: hard links to outside files and bind mounts inside an allowed directory
 look like ordinary in-tree files. Those are the operator's choice of what to allow.
@@ -46,6 +46,7 @@ from mcp_batteries.errors import (
     NotFound,
     UpstreamError,
 )
+from mcp_batteries.names import quote_path
 
 __all__ = [
     "NAME_MAX",
@@ -56,6 +57,7 @@ __all__ = [
     "open_dir_fd",
     "open_for_read",
     "open_parent_dir",
+    "open_path_for_read",
     "resolve_path",
     "stat_within",
     "symlink_target_within",
@@ -76,9 +78,10 @@ _FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "
 
 
 def display_path(path: str | os.PathLike[str]) -> str:
-    """Render a path for messages: undecodable bytes become `\\xNN` instead of lone surrogates
-    (which would break the JSON encoder further up)."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
+    """Render a path for messages in the one reversible form (`names.quote_path`): as it is when
+    it is clean text, else git-style quoted, so undecodable bytes and control characters neither
+    break the JSON encoder further up nor deceive the reader, and the form can be sent back."""
+    return quote_path(path)
 
 
 def _is_within(path: Path, root: Path) -> bool:
@@ -211,16 +214,50 @@ def _check_lengths(path: str) -> None:
     for component in encoded.split(b"/"):
         if len(component) > NAME_MAX:
             raise InvalidInput(
-                f"path component {component[:40].decode('utf-8', 'backslashreplace')}... is "
+                f"path component {display_path(os.fsdecode(component[:40]))}... is "
                 f"{len(component)} bytes long; the limit is {NAME_MAX} bytes per name (NAME_MAX)"
             )
 
 
 def _denied(user_path: str, allowed: AllowedDirectories, why: str = "is outside") -> AccessDenied:
+    if not allowed.roots:
+        return AccessDenied(
+            f"Access denied: {display_path(user_path)}: there are no allowed directories (none are "
+            "configured, or the client's roots overlap none of them)"
+        )
     return AccessDenied(f"Access denied: {display_path(user_path)} {why} the {allowed.describe()}")
 
 
+_PROC_FD: Final = "/proc/self/fd/"
+_HAS_PROC_FD: Final = hasattr(os, "O_PATH") and os.path.isdir(_PROC_FD)
+
+
+def _kernel_realpath(path: str) -> str | None:
+    """The kernel's own resolution of an existing path, in two system calls: open it O_PATH
+    (symlinks and `..` resolved exactly as any later open would) and read back the name of what
+    was opened. None when that cannot answer (a missing component, no /proc): the caller then
+    uses `os.path.realpath`, which also resolves paths that do not exist yet, one `lstat` per
+    component."""
+    try:
+        fd = os.open(path, os.O_PATH | _CLOEXEC)
+    except OSError:
+        return None
+    try:
+        real = os.readlink(f"{_PROC_FD}{fd}")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not real.startswith("/") or real.endswith(" (deleted)"):
+        return None  # not a plain path (removed meanwhile, or another namespace)
+    return real
+
+
 def _realpath(path: str, user_path: str) -> Path:
+    if _HAS_PROC_FD:
+        real = _kernel_realpath(path)
+        if real is not None:
+            return Path(real)
     # realpath's islink-then-readlink can race with a concurrent swap (EINVAL/ENOENT from
     # readlink); the swap is not our business, so retry a few times before giving up.
     for _ in range(3):
@@ -231,6 +268,30 @@ def _realpath(path: str, user_path: str) -> Path:
     raise UpstreamError(
         f"{display_path(user_path)} kept changing while being resolved ({last.strerror}); try again"
     ) from None
+
+
+def _absolute(user_path: str, allowed: AllowedDirectories) -> str:
+    """The checks every user path gets before any lookup, and its absolute (not yet resolved)
+    form: relative paths are taken from the first allowed directory."""
+    if not isinstance(user_path, str):
+        raise InvalidInput(f"path must be a string, got {type(user_path).__name__}")
+    if "\x00" in user_path:
+        raise InvalidInput("path contains a NUL byte")
+    path = user_path
+    if path[:5].lower() == "file:":
+        path = file_uri_to_path(path)
+        if "\x00" in path:
+            raise InvalidInput("path contains a NUL byte")
+    if path == "":
+        raise InvalidInput("path is empty; use '.' for the first allowed directory")
+    _check_lengths(path)
+    if not allowed.roots:
+        raise _denied(user_path, allowed)
+    if path == "~" or path.startswith("~/"):
+        path = os.path.expanduser(path)  # `~user` deliberately stays literal (module docstring)
+    if not os.path.isabs(path):
+        path = os.path.join(allowed.roots[0], path)
+    return path
 
 
 def resolve_path(
@@ -252,24 +313,7 @@ def resolve_path(
     on a link itself (delete, move, info). `allow_root_itself=False` refuses an allowed
     directory itself (deleting or moving a root).
     """
-    if not isinstance(user_path, str):
-        raise InvalidInput(f"path must be a string, got {type(user_path).__name__}")
-    if "\x00" in user_path:
-        raise InvalidInput("path contains a NUL byte")
-    path = user_path
-    if path[:5].lower() == "file:":
-        path = file_uri_to_path(path)
-        if "\x00" in path:
-            raise InvalidInput("path contains a NUL byte")
-    if path == "":
-        raise InvalidInput("path is empty; use '.' for the first allowed directory")
-    _check_lengths(path)
-    if not allowed.roots:
-        raise _denied(user_path, allowed)
-    if path == "~" or path.startswith("~/"):
-        path = os.path.expanduser(path)  # `~user` deliberately stays literal (module docstring)
-    if not os.path.isabs(path):
-        path = os.path.join(allowed.roots[0], path)
+    path = _absolute(user_path, allowed)
 
     # realpath applies the kernel's rule for `..` (after resolving symlinks), and for missing
     # components resolves the deepest existing ancestor and appends the rest lexically.
@@ -460,6 +504,27 @@ def open_for_read(path: Path, allowed: AllowedDirectories) -> int:
     except BaseException:
         os.close(fd)
         raise
+
+
+def open_path_for_read(user_path: str, allowed: AllowedDirectories) -> tuple[int, Path]:
+    """`resolve_path` then `open_for_read` in one step: `(fd, real path)`, same checks, same errors.
+
+    The common case costs no `realpath` (one `lstat` per component): a path that is already
+    absolute-and-normal inside an allowed directory (no `.`, `..`, `//`, trailing `/`) is opened
+    directly, component by component with O_NOFOLLOW, which succeeds only if no component is a
+    symbolic link, so the path is its own real path. Anything else (a symlink on the way, a
+    missing file, a `..`) takes the full `resolve_path` route and gets its exact answer."""
+    path = _absolute(user_path, allowed)
+    if os.path.normpath(path) == path:
+        candidate = Path(path)
+        root = allowed.root_for(candidate)
+        if root is not None and candidate != root:
+            try:
+                return open_for_read(candidate, allowed), candidate
+            except BatteriesError:
+                pass  # decided below, with the message resolve_path gives
+    real = resolve_path(user_path, allowed, must_exist=False)
+    return open_for_read(real, allowed), real
 
 
 def symlink_target_within(path: Path, allowed: AllowedDirectories) -> Path | None:

@@ -2,21 +2,32 @@
 
 `mcp` 2.3 has no public API for legacy `resources/subscribe`, for advertising `listChanged` on
 the handshake, or for reaching a request's connection. The workarounds below are the ones the
-SDK's migration guide recommends. `tests/shared/test_sdk.py` pins each behaviour, so an SDK
+SDK's migration guide recommends; the HTTP session manager hooks give each session its own
+resumable-SSE event store. `tests/shared/test_sdk.py` pins each behaviour, so an SDK
 upgrade that breaks one fails there first, and the fix is a change to this file alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from mcp.server import MCPServer, NotificationOptions, Server, ServerRequestContext
 from mcp.server.auth.middleware.auth_context import auth_context_var
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.middleware.bearer_auth import (
+    AuthenticatedUser,
+    AuthorizationContext,
+    authorization_context,
+)
 from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
+from mcp.server.streamable_http import EventStore, StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from pydantic import BaseModel
+from starlette.types import Receive, Scope, Send
+
+from mcp_batteries.events import Owner
 
 __all__ = [
     "AuthenticatedUser",
@@ -27,7 +38,10 @@ __all__ = [
     "auth_context_var",
     "connection_of",
     "lowlevel_server",
+    "open_sessions",
+    "request_owner",
     "set_tool_input_schema",
+    "use_session_event_stores",
 ]
 
 
@@ -103,3 +117,62 @@ def set_tool_input_schema(server: MCPServer[Any], name: str, schema: dict[str, A
     if tool is None:
         raise KeyError(f"no tool named {name!r}")
     tool.parameters = schema
+
+
+class SessionEventStores(Protocol):
+    """What `use_session_event_stores` needs: see `mcp_batteries.events.EventStores`."""
+
+    def open(self, session_id: str, owner: Owner) -> EventStore: ...
+
+    def close(self, session_id: str) -> None: ...
+
+    def serving(self, requester: Owner) -> AbstractContextManager[None]: ...
+
+
+def request_owner(scope: Scope) -> Owner:
+    """Who sent an HTTP request, as the session manager compares credentials (None: nobody)."""
+    user = scope.get("user")
+    return authorization_context(user) if isinstance(user, AuthenticatedUser) else None
+
+
+def use_session_event_stores(manager: StreamableHTTPSessionManager, stores: SessionEventStores) -> None:
+    """Give every stateful HTTP session an event store of its own, dropped when the session ends.
+
+    The manager hands every session's transport the one `event_store` it was built with, where
+    stream ids (JSON-RPC request ids) collide between sessions. Instead: the session's transport
+    gets `stores.open(session_id, owner)` when the manager admits it (private: `_admit_session`,
+    `StreamableHTTPServerTransport._event_store`), each request the transport serves runs in
+    `stores.serving(caller)` (so a replay can check who asks), and `stores.close(session_id)`
+    runs when the manager discards the session: DELETE, idle expiry, a failed opening request,
+    a crash (private: `_discard_session`). Shutdown drops every store with the manager.
+    """
+    admit = manager._admit_session
+    discard = manager._discard_session
+
+    def admit_with_store(requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
+        transport = admit(requestor)
+        if transport is None or transport.mcp_session_id is None:
+            return transport
+        transport._event_store = stores.open(transport.mcp_session_id, requestor)
+        handle = transport.handle_request
+
+        async def handle_request(scope: Scope, receive: Receive, send: Send) -> None:
+            with stores.serving(request_owner(scope)):
+                await handle(scope, receive, send)
+
+        transport.handle_request = handle_request  # type: ignore[method-assign]
+        return transport
+
+    async def discard_and_drop_store(session_id: str, transport: StreamableHTTPServerTransport) -> None:
+        try:
+            await discard(session_id, transport)
+        finally:
+            stores.close(session_id)
+
+    manager._admit_session = admit_with_store  # type: ignore[method-assign]
+    manager._discard_session = discard_and_drop_store  # type: ignore[method-assign]
+
+
+def open_sessions(manager: StreamableHTTPSessionManager) -> int:
+    """How many stateful sessions the manager tracks (private: `_server_instances`)."""
+    return len(manager._server_instances)

@@ -156,6 +156,33 @@ class ServerSettings(BaseSettings):
         description="HTTP: Origin header values accepted from browsers, e.g. https://app.example.com.",
         json_schema_extra={"metavar": "ORIGIN"},
     )
+    # HTTP limits (see mcp_batteries.http_limits and docs/configuration.md).
+    max_connections: int = Field(
+        1000,
+        ge=1,
+        description=(
+            "HTTP: most connections open at once (kept below ulimit -n). The longest-idle one makes room "
+            "for a new one; when all are busy a new one gets 503."
+        ),
+    )
+    keep_alive_timeout: float = Field(
+        10.0, gt=0, description="HTTP: seconds a connection may stay open with no request under way."
+    )
+    request_timeout: float = Field(
+        30.0,
+        gt=0,
+        description="HTTP: seconds a client has to send a whole request (headers and body) once it starts.",
+    )
+    session_idle_timeout: float = Field(
+        1800.0,
+        ge=0,
+        description=(
+            "HTTP: end a session after this many seconds with no request and no open stream (0: never)."
+        ),
+    )
+    max_sessions: int = Field(
+        1000, ge=1, description="HTTP: most sessions open at once; a new one gets 503 until one ends."
+    )
     config: Path | None = Field(None, description="A TOML file with any of these settings.")
 
     @field_validator("path")

@@ -135,9 +135,16 @@ class RunningServer:
 
 @asynccontextmanager
 async def http_server(
-    script: str, *args: str, env: Mapping[str, str] | None = None, startup_timeout: float = 30.0
+    script: str,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    startup_timeout: float = 30.0,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> AsyncIterator[RunningServer]:
-    """Run `script --transport http --port 0 ARGS` and yield it once its banner names the URL."""
+    """Run `script --transport http --port 0 ARGS` and yield it once its banner names the URL.
+
+    `preexec_fn` runs in the child before the server starts (e.g. to lower its open-file limit).
+    """
     command = [script_path(script), *args, "--transport", "http", "--port", "0"]
     process = subprocess.Popen(  # noqa: ASYNC220 - the server runs beside the test, not awaited
         command,
@@ -145,6 +152,7 @@ async def http_server(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env={**os.environ, **(env or {})},
+        preexec_fn=preexec_fn,
     )
     assert process.stderr is not None
     lines: list[str] = []
@@ -179,3 +187,38 @@ async def http_server(
                 await anyio.to_thread.run_sync(lambda: process.wait(timeout=15))
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+@asynccontextmanager
+async def serve_http_in_process(
+    server: Any, *, wrap: Callable[[Any], Any] | None = None
+) -> AsyncIterator[tuple[str, Any]]:
+    """Serve `server` (a `BatteriesServer`) over HTTP inside this process, on a free loopback port.
+
+    Yields the MCP URL and the `mcp_batteries.http.HttpApp` (its event stores, Host guard and
+    sessions are there to inspect). `wrap` may put an ASGI middleware in front of the app, e.g.
+    one that sets `scope["user"]` to test several identities.
+    """
+    from mcp_batteries.http import bind_sockets, build_http_app, serve_http
+
+    server.settings.port = 0
+    app = build_http_app(server)
+    if wrap is not None:
+        app.asgi = wrap(app.asgi)
+    sockets = bind_sockets(server.settings)
+    started = anyio.Event()
+    ports: list[int] = []
+
+    async def on_started(port: int) -> None:
+        ports.append(port)
+        started.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(partial(serve_http, server, app, sockets=sockets, on_started=on_started))
+        with anyio.fail_after(TIMEOUT_S):
+            await started.wait()
+        try:
+            yield f"http://127.0.0.1:{ports[0]}{server.settings.path}", app
+        finally:
+            app.stop()  # drain and stop as on SIGTERM; cancel only if that takes too long
+            tg.cancel_scope.deadline = anyio.current_time() + TIMEOUT_S

@@ -65,13 +65,16 @@ def run(server: BatteriesServer, *, script: str) -> None:
     tune_gc()
     try:
         if server.settings.transport == "http":
-            from mcp_batteries.http import build_http_app, serve_http
+            from functools import partial
 
+            from mcp_batteries.http import bind_sockets, build_http_app, serve_http
+
+            sockets = bind_sockets(server.settings)  # a bad --host/--port: one line, exit 2
             app = build_http_app(server)
             # uvicorn drains on SIGTERM, restores the previous handler and re-raises the signal;
             # with this handler in place that ends the process with status 0, not -15.
             signal.signal(signal.SIGTERM, _exit_cleanly)
-            anyio.run(serve_http, server, app)
+            anyio.run(partial(serve_http, server, app, sockets=sockets))
         else:
             from mcp_batteries.stdio import serve_stdio
 

@@ -287,9 +287,7 @@ class WatchService:
         watcher = _Watcher(roots, recursive)
         paths = sorted(str(r) for r in roots)
         try:
-            watcher.notify = await anyio.to_thread.run_sync(
-                lambda: RustNotify(paths, False, False, 50, recursive, True)
-            )
+            watcher.notify = await anyio.to_thread.run_sync(self._new_notify, watcher)
             self._backoff = MIN_BACKOFF_S
         except (OSError, RuntimeError) as exc:
             # A root vanished between planning and watching, or the OS refused more watches
@@ -316,14 +314,25 @@ class WatchService:
                 await self._retry_later(watcher)
                 return
             while not watcher.stop.is_set():
-                raw = await anyio.to_thread.run_sync(
-                    watcher.notify.watch,
-                    self._debounce_ms,
-                    STEP_MS,
-                    WAIT_MS,
-                    watcher.stop,
-                    limiter=self._limiter,
-                )
+                try:
+                    raw = await anyio.to_thread.run_sync(
+                        watcher.notify.watch,
+                        self._debounce_ms,
+                        STEP_MS,
+                        WAIT_MS,
+                        watcher.stop,
+                        limiter=self._limiter,
+                    )
+                except RuntimeError as exc:
+                    # watchfiles cannot hand over a path that is not UTF-8 ("Unable to decode
+                    # path"), and it keeps failing on the same pending event: start afresh, and
+                    # report every target under this watcher as possibly changed, since which
+                    # one changed is lost (over-notifying beats missing a change, or dying).
+                    logger.info("file watcher reset (%s); reporting its targets as changed", exc)
+                    watcher.notify.close()
+                    watcher.notify = await anyio.to_thread.run_sync(self._new_notify, watcher)
+                    await self._dispatch(watcher, self._everything_under(watcher))
+                    continue
                 if raw == "stop":
                     return
                 if isinstance(raw, set) and raw:
@@ -332,6 +341,25 @@ class WatchService:
             if watcher.notify is not None:
                 watcher.notify.close()
             watcher.done.set()
+
+    @staticmethod
+    def _new_notify(watcher: _Watcher) -> RustNotify:
+        return RustNotify(sorted(str(r) for r in watcher.roots), False, False, 50, watcher.recursive, True)
+
+    def _everything_under(self, watcher: _Watcher) -> ChangeBatch:
+        """Every target a watcher's roots cover, as changed (added, so list targets notice too)."""
+        roots = watcher.roots
+
+        def covered(path: Path) -> bool:
+            if watcher.recursive:
+                return path in roots or any(p in roots for p in path.parents)
+            return path in roots or path.parent in roots
+
+        changes: ChangeBatch = set()
+        for path in [*self._files, *self._dirs, *self._trees]:
+            if covered(path):
+                changes.add((Change.added, str(path)))
+        return changes
 
     async def _retry_later(self, watcher: _Watcher) -> None:
         delay, self._backoff = self._backoff, min(self._backoff * 2, MAX_BACKOFF_S)

@@ -1,9 +1,13 @@
 """Files as resources: a bounded, paginated listing, completion of paths, and reading a file whole.
 
-No symlink is followed while listing, hidden directories and the usual bulk (`.git`,
-`node_modules`, virtual environments) are skipped, and the listing stops at a cap, because a
-`resources/list` over a home directory must answer quickly. The resource template reaches any
-file; the listing only helps a person browse.
+No symlink is followed while listing (the walk is ``walker.Walker``), hidden directories and the
+usual bulk (`.git`, `node_modules`, virtual environments) are skipped, and the listing stops at a
+cap, because a `resources/list` over a home directory must answer quickly. The resource template
+reaches any file; the listing only helps a person browse.
+
+URIs carry a name's exact bytes percent-encoded (RFC 8089 / RFC 3986), so names that are not
+UTF-8 or hold control characters round-trip through `resources/list`, `resources/read` and
+subscriptions; a resource's `name` and `title` show the name in the reversible quoted form.
 """
 
 from __future__ import annotations
@@ -13,11 +17,24 @@ import binascii
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 from mcp_batteries.errors import InvalidInput, LimitExceeded
-from mcp_batteries.paths import AllowedDirectories, display_path, open_for_read, resolve_path
+from mcp_batteries.names import is_plain
+from mcp_batteries.paths import (
+    AllowedDirectories,
+    display_path,
+    file_uri_to_path,
+    open_dir_fd,
+    open_for_read,
+    resolve_path,
+)
+from mcp_batteries.progress import NEVER, CancelToken
 
+from mcp_filesystem.access import quote_name, quote_path
 from mcp_filesystem.info import guess_mime_type, sniff_mime_type
+from mcp_filesystem.tempfiles import is_temp_name
+from mcp_filesystem.walker import FILE, Walker
 
 PAGE_SIZE = 200
 MAX_LISTED = 10_000
@@ -28,35 +45,45 @@ SKIPPED_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv"
 TEXT_TYPES = ("application/json", "application/xml", "application/javascript", "application/toml")
 
 
+def path_to_uri(path: str | os.PathLike[str]) -> str:
+    """`file:///...` with every byte that is not URI-safe percent-encoded (non-UTF-8 bytes too)."""
+    return "file://" + quote(os.fsencode(path), safe="/")
+
+
 @dataclass(frozen=True)
 class ListedFile:
-    path: Path
+    uri: str
+    name: str  # the file's name, quoted where needed
+    title: str  # its whole path, quoted where needed
     size: int
+    mime_type: str | None
 
 
-def _walk_files(root: Path, limit: int) -> list[ListedFile]:
+def _skipped_dir(name: str) -> bool:
+    return name.startswith(".") or name in SKIPPED_DIRS
+
+
+def _walk_files(allowed: AllowedDirectories, root: Path, limit: int, cancel: CancelToken) -> list[ListedFile]:
     found: list[ListedFile] = []
-    stack = [root]
-    while stack and len(found) < limit:
-        current = stack.pop()
+    walker = Walker.open(allowed, root, cancel=cancel, skip_dir=_skipped_dir, max_visited=MAX_LISTED * 10)
+    for entry in walker.walk():
+        if entry.kind != FILE:
+            continue
         try:
-            entries = sorted(os.scandir(current), key=lambda e: e.name)
+            size = os.lstat(entry.path).st_size
         except OSError:
             continue
-        subdirs = []
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                if not entry.name.startswith(".") and entry.name not in SKIPPED_DIRS:
-                    subdirs.append(Path(entry.path))
-            elif entry.is_file(follow_symlinks=False):
-                try:
-                    size = entry.stat(follow_symlinks=False).st_size
-                except OSError:
-                    continue
-                found.append(ListedFile(Path(entry.path), size))
-                if len(found) >= limit:
-                    break
-        stack.extend(reversed(subdirs))
+        found.append(
+            ListedFile(
+                path_to_uri(entry.path),
+                quote_name(entry.name),
+                quote_path(entry.path),
+                size,
+                guess_mime_type(entry.name),
+            )
+        )
+        if len(found) >= limit:
+            break
     return found
 
 
@@ -77,12 +104,14 @@ def decode_cursor(cursor: str | None) -> int:
     return offset
 
 
-def list_page(allowed: AllowedDirectories, cursor: str | None) -> tuple[list[ListedFile], str | None]:
+def list_page(
+    allowed: AllowedDirectories, cursor: str | None, *, cancel: CancelToken = NEVER
+) -> tuple[list[ListedFile], str | None]:
     """One page of files under the allowed directories, and the cursor of the next page."""
     offset = decode_cursor(cursor)
     everything: list[ListedFile] = []
     for root in allowed.roots:
-        everything.extend(_walk_files(root, MAX_LISTED - len(everything)))
+        everything.extend(_walk_files(allowed, root, MAX_LISTED - len(everything), cancel))
         if len(everything) >= MAX_LISTED:
             break
     page = everything[offset : offset + PAGE_SIZE]
@@ -90,34 +119,53 @@ def list_page(allowed: AllowedDirectories, cursor: str | None) -> tuple[list[Lis
     return page, encode_cursor(next_offset) if next_offset < len(everything) else None
 
 
+def _as_uri_path(name: str) -> str:
+    # The completed value is substituted into `file:///{+path}`: a name that is not plain text
+    # travels percent-encoded, like in every other URI we hand out.
+    return name if is_plain(name) else quote(os.fsencode(name), safe="")
+
+
 def complete_path(allowed: AllowedDirectories, partial: str) -> list[str]:
-    """Completions of a template's `path` argument (absolute, without the leading '/')."""
-    typed = "/" + partial.lstrip("/")
+    """Completions of the template's `path` argument (absolute, without the leading '/'), within
+    `allowed` (the client's scope, narrowed by its roots)."""
+    typed = "/" + unquote(partial, errors="surrogateescape").lstrip("/")
     directory, _, prefix = typed.rpartition("/")
-    candidates: list[str] = []
+    typed_dir = partial[: len(partial) - len(partial.rpartition("/")[2])].lstrip("/")
+    roots = [
+        quote(os.fsencode(r), safe="/").lstrip("/") + "/" for r in allowed.roots if str(r).startswith(typed)
+    ]
     if not directory:
-        # Nothing typed yet: offer the allowed directories themselves.
-        return [str(r).lstrip("/") + "/" for r in allowed.roots if str(r).startswith(typed)][:MAX_COMPLETIONS]
+        return roots[:MAX_COMPLETIONS]  # nothing typed yet: offer the allowed directories themselves
     try:
-        real_dir = resolve_path(directory or "/", allowed)
+        real_dir = resolve_path(directory, allowed)
+        fd = open_dir_fd(real_dir, allowed)
     except Exception:
-        return [str(r).lstrip("/") + "/" for r in allowed.roots if str(r).startswith(typed)][:MAX_COMPLETIONS]
+        return roots[:MAX_COMPLETIONS]
+    candidates: list[str] = []
     try:
-        with os.scandir(real_dir) as entries:
+        with os.scandir(fd) as entries:
             for entry in sorted(entries, key=lambda e: e.name):
-                if entry.name.startswith(prefix):
+                if entry.name.startswith(prefix) and not is_temp_name(entry.name):
                     suffix = "/" if entry.is_dir(follow_symlinks=False) else ""
-                    candidates.append(f"{directory.lstrip('/')}/{entry.name}{suffix}")
+                    candidates.append(f"{typed_dir}{_as_uri_path(entry.name)}{suffix}")
                     if len(candidates) >= MAX_COMPLETIONS:
                         break
     except OSError:
         return []
+    finally:
+        os.close(fd)
     return candidates
 
 
-def read_resource(allowed: AllowedDirectories, path: str) -> tuple[str | bytes, str]:
-    """A whole file as text (when it decodes as UTF-8) or bytes, with its MIME type."""
-    real = resolve_path(path, allowed)
+def check_subscription(allowed: AllowedDirectories, uri: str) -> None:
+    """Refuse (AccessDenied, InvalidInput) a subscription to a URI outside `allowed`."""
+    resolve_path(file_uri_to_path(uri), allowed, must_exist=False)
+
+
+def read_resource(allowed: AllowedDirectories, uri: str) -> tuple[str | bytes, str]:
+    """A whole file as text (when it decodes as UTF-8) or bytes, with its MIME type. The URI's
+    percent-escapes are the name's exact bytes."""
+    real = resolve_path(file_uri_to_path(uri), allowed, must_exist=False)
     fd = open_for_read(real, allowed)
     try:
         size = os.fstat(fd).st_size

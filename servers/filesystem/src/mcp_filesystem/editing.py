@@ -11,7 +11,8 @@ Matching, per edit:
    stripped. The matched lines are replaced and ``newText`` is re-indented to the file's
    indentation, keeping its lines' relative indentation.
 The file's line endings (even mixed ones: untouched bytes stay untouched), its trailing-newline
-state and a UTF-8 BOM are preserved.
+state and a UTF-8 BOM are preserved, and so is its encoding: a file that is not UTF-8 is edited as
+windows-1252 (as read_text_file shows it, see ``encoding``) and written back in windows-1252.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from mcp_batteries.errors import InvalidInput, LimitExceeded, NotFound
-from mcp_batteries.paths import AllowedDirectories, display_path, open_for_read
+from mcp_batteries.paths import AllowedDirectories, open_for_read
+
+from mcp_filesystem.access import quote_path, resolve
+from mcp_filesystem.encoding import Encoding, decode
 
 BOM = "\ufeff"
 MAX_EDIT_FILE_BYTES = 10 * 1024 * 1024
@@ -273,17 +277,17 @@ def edit_file(
     edits: Sequence[Edit | Mapping[str, Any]],
     dryRun: bool = False,
     *,
-    write_atomic: Callable[[Path, str], None],
+    write_atomic: Callable[[Path, str, Encoding], None],
     display_path: str | None = None,
     max_bytes: int = MAX_EDIT_FILE_BYTES,
     read_bytes: Callable[[Path, int], bytes] | None = None,
 ) -> EditResult:
     """Edit the (already validated) text file ``path``; with ``dryRun`` only report the diff.
 
-    ``write_atomic(path, text)`` must write ``text`` as UTF-8 *without* newline translation
-    (line endings are already the file's own) and replace the file atomically. It is not called
-    for a dry run or when the edits change nothing. ``read_bytes(path, max_bytes)`` may replace
-    the plain read (the server passes one that re-verifies the path at open time).
+    ``write_atomic(path, text, encoding)`` must write ``text`` in ``encoding`` *without* newline
+    translation (line endings are already the file's own) and replace the file atomically. It is
+    not called for a dry run or when the edits change nothing. ``read_bytes(path, max_bytes)`` may
+    replace the plain read (the server passes one that re-verifies the path at open time).
     """
     shown = display_path or str(path)
     try:
@@ -297,20 +301,26 @@ def edit_file(
             f"{shown} is over {max_bytes:,} bytes, the most edit_file handles. Use write_file to "
             "replace it entirely."
         )
-    try:
-        original = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
+    if b"\x00" in raw[:8192]:
         raise InvalidInput(
-            f"{shown} is not UTF-8 text (invalid byte at offset {exc.start}); edit_file only edits "
-            "UTF-8 text files."
-        ) from None
+            f"{shown} looks like a binary file (NUL bytes in its first 8 KiB); edit_file edits text files."
+        )
+    original, encoding = decode(raw)
     result = apply_edits(original, edits, shown)
+    if encoding != "utf-8":
+        note = (
+            "The file is not UTF-8: it was edited as windows-1252 and is written back in "
+            "windows-1252, so the bytes outside the edits are unchanged."
+        )
+        result = replace(
+            result, notes=[*result.notes, note], text=result.text.rstrip("\n") + "\n" + note + "\n"
+        )
     if dryRun:
         note = "Dry run: the file was not changed."
         text = result.text.rstrip("\n") + "\n" + note + "\n" if result.changed else result.text
         return replace(result, notes=[*result.notes, note], text=text)
     if result.changed:
-        write_atomic(path, result.new_text)
+        write_atomic(path, result.new_text, encoding)
     return result
 
 
@@ -320,20 +330,23 @@ def _read_plain(path: Path, max_bytes: int) -> bytes:
 
 
 def edit_file_in(
-    allowed: AllowedDirectories, real: Path, edits: Sequence[Mapping[str, Any]], dryRun: bool
+    allowed: AllowedDirectories, path: str, edits: Sequence[Mapping[str, Any]], dryRun: bool = False
 ) -> str:
-    """The server's entry point: read through ``open_for_read`` (re-verified, no symlink swaps)
-    and write through ``writing.write_file`` (atomic, keeps the file's mode)."""
+    """The tool: resolve the caller's path (quoted forms accepted, containment checked), read
+    through ``open_for_read`` (re-verified, no symlink swaps) and write through
+    ``writing.write_file`` (atomic, keeps the file's mode)."""
     from mcp_filesystem import writing  # here, so the pure functions above import nothing heavy
 
-    def read(path: Path, max_bytes: int) -> bytes:
-        fd = open_for_read(path, allowed)
+    real = resolve(allowed, path)
+
+    def read(target: Path, max_bytes: int) -> bytes:
+        fd = open_for_read(target, allowed)
         with os.fdopen(fd, "rb") as f:
             return f.read(max_bytes + 1)
 
-    def write(path: Path, text: str) -> None:
-        writing.write_file(allowed, str(path), text)
+    def write(target: Path, text: str, encoding: Encoding) -> None:
+        writing.write_file(allowed, target, text, encoding)
 
     return edit_file(
-        real, edits, dryRun, write_atomic=write, display_path=display_path(real), read_bytes=read
+        real, edits, dryRun, write_atomic=write, display_path=quote_path(real), read_bytes=read
     ).text

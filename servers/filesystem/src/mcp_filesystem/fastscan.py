@@ -7,22 +7,12 @@ import re
 import stat
 from collections.abc import Callable
 
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-
 TOO_LARGE = b""  # sentinel, compared by identity: "over the size cap"
 
 
-def read_capped(path: str, limit: int) -> bytes | None:
-    """The file's bytes; ``TOO_LARGE`` if over ``limit``; None if unreadable or not a regular file.
-
-    O_NOFOLLOW refuses a symlink swapped in since the walk listed the entry, O_NONBLOCK keeps a
-    FIFO from hanging the open, and fstat on the open descriptor checks what was actually opened.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK)
-    except OSError:
-        return None
+def read_fd_capped(fd: int, limit: int) -> bytes | None:
+    """The bytes of the regular file open on `fd`; ``TOO_LARGE`` if over ``limit``; None if
+    unreadable. The caller opened it (checked: ``Walker.open_file``, ``open_for_read``) and closes it."""
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -42,8 +32,6 @@ def read_capped(path: str, limit: int) -> bytes | None:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
     except OSError:
         return None
-    finally:
-        os.close(fd)
 
 
 def _required_literal(pattern: str) -> tuple[str, bool] | None:
@@ -51,8 +39,13 @@ def _required_literal(pattern: str) -> tuple[str, bool] | None:
     pattern turns on case-insensitivity itself (``(?i)``); None if there is no useful run.
 
     Uses the standard library's regex parser (private, so any surprise just disables the
-    shortcut): top-level LITERAL items are mandatory and consecutive ones are adjacent.
+    shortcut): top-level LITERAL items are mandatory and consecutive ones are adjacent. Patterns
+    run on the ``regex`` engine, whose syntax is a superset: where the two could read a pattern
+    differently (POSIX classes ``[[:alpha:]]``, which ``re`` parses as a set and literals), no
+    shortcut is taken.
     """
+    if "[:" in pattern:
+        return None
     try:
         from re import _parser  # type: ignore[attr-defined]
 

@@ -1,21 +1,36 @@
-"""grep: search file contents under a directory, ripgrep-style output, bounded.
+"""grep: search file contents under a directory, ripgrep-style output, bounded in size and time.
 
-Speed: each file is read once and one compiled regex runs over the whole text; line numbers are
+Speed: each file is read once and one compiled pattern runs over the whole text; line numbers are
 computed only for matches (counting newlines since the previous match), which is far faster than
 a per-line loop. Binary files (NUL in the first 8 KiB) and files over ``max_file_bytes`` are
-skipped and counted. Symlinks are never followed (files are opened with O_NOFOLLOW too).
+skipped and counted. Symlinks are never followed, and a file is read only if it is still the file
+the walk listed (see ``walker``).
+
+Time: a user's regular expression runs on the ``regex`` engine, which releases the GIL while it
+matches (the server keeps answering) and takes a timeout: a pattern that backtracks
+catastrophically (``(a|a)+$``) fails after ``REGEX_TIMEOUT_S`` on one file with an error that
+says so, instead of running for minutes. Literal searches use ``re`` on an escaped pattern, which
+cannot backtrack. Cancellation is checked between files and between matches.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from mcp_batteries.errors import InvalidInput, NotFound
+import regex  # type: ignore[import-untyped]  # no stubs in the workspace; used through `Any`
+from mcp_batteries.errors import InvalidInput, LimitExceeded
+from mcp_batteries.paths import AllowedDirectories, open_for_read
+from mcp_batteries.progress import NEVER, CancelToken
 
-from mcp_filesystem.fastscan import TOO_LARGE, read_capped
+from mcp_filesystem.access import quote_path, resolve
+from mcp_filesystem.encoding import decode
+from mcp_filesystem.fastscan import TOO_LARGE, read_fd_capped
 from mcp_filesystem.fastscan import prefilter as make_prefilter
 from mcp_filesystem.patterns import compile_glob
 from mcp_filesystem.walker import FILE, Progress, Walker
@@ -24,6 +39,7 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8192
 MAX_LINE_CHARS = 300
 MAX_CONTEXT_LINES = 20
+REGEX_TIMEOUT_S = 2.0  # per file: far above what a sane pattern needs on a 10 MB file
 
 
 @dataclass(frozen=True)
@@ -45,17 +61,47 @@ class GrepResult:
     text: str
 
 
-def _compile(pattern: str, is_regex: bool, case_sensitive: bool) -> re.Pattern[str]:
-    if not pattern:
-        raise InvalidInput("pattern must not be empty.")
-    flags = re.MULTILINE | (0 if case_sensitive else re.IGNORECASE)
-    try:
-        return re.compile(pattern if is_regex else re.escape(pattern), flags)
-    except re.error as exc:
-        raise InvalidInput(
-            f"Invalid regular expression {pattern!r}: {exc}. Fix the pattern, or set is_regex=false "
-            "to search for the text literally."
-        ) from None
+class _Matcher:
+    """One compiled pattern; `search` bounds a user regex's time per file and honours cancel."""
+
+    def __init__(self, pattern: str, is_regex: bool, case_sensitive: bool, timeout: float) -> None:
+        if not pattern:
+            raise InvalidInput("pattern must not be empty.")
+        self.pattern = pattern
+        self.timeout = timeout
+        self.is_regex = is_regex
+        if is_regex:
+            flags = regex.MULTILINE | regex.V0 | (0 if case_sensitive else regex.IGNORECASE)
+            try:
+                self._compiled: Any = regex.compile(pattern, flags)
+            except (regex.error, ValueError, OverflowError, RecursionError) as exc:
+                raise InvalidInput(
+                    f"Invalid regular expression {pattern!r}: {exc}. Fix the pattern, or set "
+                    "is_regex=false to search for the text literally."
+                ) from None
+        else:
+            self._compiled = re.compile(
+                re.escape(pattern), re.MULTILINE | (0 if case_sensitive else re.IGNORECASE)
+            )
+        self._deadline = 0.0
+        self._file = ""
+
+    def start_file(self, shown: str) -> None:
+        self._deadline = time.monotonic() + self.timeout
+        self._file = shown
+
+    def search(self, text: str, pos: int) -> Any:
+        if not self.is_regex:
+            return self._compiled.search(text, pos)
+        try:
+            return self._compiled.search(text, pos, timeout=max(self._deadline - time.monotonic(), 0.001))
+        except TimeoutError:
+            raise LimitExceeded(
+                f"The regular expression {self.pattern!r} ran for more than {self.timeout:g} s on "
+                f"{self._file} without finishing: it probably backtracks catastrophically (nested "
+                "or overlapping repetition such as (a+)+ or (a|a)*). Simplify it, anchor it, or "
+                "search for a literal part with is_regex=false."
+            ) from None
 
 
 def _shorten(line: str, col: int, end: int) -> str:
@@ -73,12 +119,15 @@ def _line_text(text: str, start: int, end: int) -> str:
     return line[:-1] if line.endswith("\r") else line
 
 
-def _search_text(text: str, rel: str, regex: re.Pattern[str], context: int, budget: int) -> list[GrepMatch]:
+def _search_text(
+    text: str, rel: str, matcher: _Matcher, context: int, budget: int, cancel: CancelToken
+) -> list[GrepMatch]:
     found: list[tuple[int, int, int, int, int]] = []  # line no, line start, line end, match start, end
     pos, line_no, counted_to = 0, 1, 0
     n = len(text)
     while pos <= n and len(found) < budget:
-        m = regex.search(text, pos)
+        cancel.check()
+        m = matcher.search(text, pos)
         if m is None or (m.start() == n and n and text[-1] == "\n"):
             break  # (an empty match after the final newline is not a line)
         line_no += text.count("\n", counted_to, m.start())
@@ -138,7 +187,8 @@ def _render(matches: list[GrepMatch], context: int) -> list[str]:
 
 
 def grep(
-    path: Path,
+    allowed: AllowedDirectories,
+    path: str,
     pattern: str,
     *,
     is_regex: bool = False,
@@ -149,49 +199,72 @@ def grep(
     max_matches: int = 100,
     respect_gitignore: bool = True,
     max_file_bytes: int = MAX_FILE_BYTES,
+    regex_timeout: float = REGEX_TIMEOUT_S,
+    offset: int = 0,
     progress: Progress | None = None,
+    cancel: CancelToken = NEVER,
+    tidy: bool = False,
 ) -> GrepResult:
     """Search the text of every file under ``path`` (or the single file ``path``).
 
-    ``pattern`` is literal text unless ``is_regex`` (Python ``re`` syntax, ``^``/``$`` per line).
-    ``include``: globs for files to search, e.g. ``["*.py", "*.md"]``; a glob without ``/`` matches
-    the file name, one with ``/`` the path relative to ``path``. ``excludePatterns`` as in the other
-    tools. With ``respect_gitignore`` (default) .gitignore files at or below ``path`` and ``.git``
-    are skipped. Output lines are ``relative/path:LINE:text``; one hit per line.
+    ``pattern`` is literal text unless ``is_regex`` (Python regular expression syntax, run by the
+    ``regex`` engine with a per-file time limit; ``^``/``$`` per line). ``include``: globs for
+    files to search, e.g. ``["*.py", "*.md"]``; a glob without ``/`` matches the file name, one
+    with ``/`` the path relative to ``path``. ``excludePatterns`` as in the other tools. With
+    ``respect_gitignore`` (default) .gitignore files at or below ``path`` and ``.git`` are
+    skipped. Output lines are ``relative/path:LINE:text``; one hit per line. Files that are not
+    UTF-8 are searched as windows-1252 (see ``encoding``).
     """
-    regex = _compile(pattern, is_regex, case_sensitive)
+    matcher = _Matcher(pattern, is_regex, case_sensitive, regex_timeout)
     if not 0 <= context_lines <= MAX_CONTEXT_LINES:
         raise InvalidInput(f"context_lines must be between 0 and {MAX_CONTEXT_LINES}.")
     if max_matches < 1:
         raise InvalidInput("max_matches must be at least 1.")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidInput(f"offset must be an integer >= 0 (matches to skip), got {offset!r}")
     name_globs = [compile_glob(g) for g in include if g and "/" not in g.strip("/")]
     path_globs = [compile_glob(g) for g in include if g and "/" in g.strip("/")]
-    if path.is_symlink() or not path.exists():
-        raise NotFound(f"Nothing to search at {path}: it does not exist (or is a symlink).")
+    real = resolve(allowed, path)
     walker = None
-    if not path.is_file():
-        walker = Walker.create(path, excludePatterns, respect_gitignore=respect_gitignore, progress=progress)
+    if real.is_dir():
+        walker = Walker.open(
+            allowed,
+            real,
+            excludePatterns,
+            respect_gitignore=respect_gitignore,
+            progress=progress,
+            cancel=cancel,
+            tidy=tidy,
+        )
 
     def wanted(name: str, rel: str) -> bool:
         if not include:
             return True
         return any(g.match(name) for g in name_globs) or any(g.match(rel) for g in path_globs)
 
-    def candidates() -> Iterator[tuple[str, str]]:
-        """(absolute path, relative path) of each file to search."""
+    def candidates() -> Iterator[tuple[int | None, str]]:
+        """(open fd or None if unreadable, relative path) of each file to search."""
         if walker is None:
-            yield str(path), path.name  # an explicitly named file is searched whatever its name
+            # An explicitly named file is searched whatever its name; open_for_read re-checks it.
+            yield open_for_read(real, allowed), real.name
             return
         for e in walker.walk():
             if e.kind == FILE and wanted(e.name, e.rel):
-                yield e.path, e.rel
+                cancel.check()
+                yield walker.open_file(e), e.rel
 
     matches: list[GrepMatch] = []
+    to_skip = offset
     scanned = binary = large = 0
     truncated = False
     prefilter = make_prefilter(pattern, is_regex, case_sensitive)
-    for abs_path, rel in candidates():
-        data = read_capped(abs_path, max_file_bytes)
+    for fd, rel in candidates():
+        if fd is None:
+            continue
+        try:
+            data = read_fd_capped(fd, max_file_bytes)
+        finally:
+            os.close(fd)
         if data is None:
             continue
         if data is TOO_LARGE:
@@ -201,18 +274,23 @@ def grep(
             binary += 1
             continue
         scanned += 1
-        # Ask for one more than still fits: finding it proves the answer is incomplete.
         if prefilter is not None and not prefilter(data):
             continue  # cannot match: skip decoding and the regex
+        shown = quote_path(rel)
+        matcher.start_file(shown)
         budget = max_matches - len(matches)
-        found = _search_text(data.decode("utf-8", "replace"), rel, regex, context_lines, budget + 1)
+        # Ask for one more than still fits: finding it proves the answer is incomplete.
+        found = _search_text(decode(data)[0], shown, matcher, context_lines, to_skip + budget + 1, cancel)
+        if to_skip:
+            skipped_now = min(to_skip, len(found))
+            found, to_skip = found[skipped_now:], to_skip - skipped_now
         if len(found) > budget:
             matches.extend(found[:budget])
             truncated = True
             break
         matches.extend(found)
     counts = _Counts(scanned, binary, large, max_file_bytes)
-    text = _summarize(matches, path, counts, truncated, context_lines, max_matches, walker)
+    text = _summarize(matches, real, counts, truncated, context_lines, max_matches, walker, offset)
     return GrepResult(matches, scanned, binary, large, truncated, text)
 
 
@@ -232,8 +310,10 @@ def _summarize(
     context: int,
     max_matches: int,
     walker: Walker | None,
+    offset: int = 0,
 ) -> str:
-    lines = _render(matches, context) if matches else ["No matches found"]
+    none = "No matches found" if not offset else f"No matches after the first {offset:,}"
+    lines = _render(matches, context) if matches else [none]
     files = len({m.file for m in matches})
     skipped = []
     if counts.binary:
@@ -244,14 +324,22 @@ def _summarize(
     if skipped:
         summary += f", skipped {', '.join(skipped)}"
     base = root if walker is not None else root.parent
-    lines += ["", f"[{summary}. Paths are relative to {base}.]"]
+    lines += ["", f"[{summary}. Paths are relative to {quote_path(base)}.]"]
+    if offset:
+        summary_note = (
+            f"[Matches {offset + 1:,}-{offset + len(matches):,}; the first {offset:,} were skipped.]"
+        )
+        lines.append(summary_note)
     if truncated:
         lines.append(
-            f"[Stopped at max_matches={max_matches}; there may be more. Narrow the search with a more "
+            f"[Stopped at max_matches={max_matches}; there are more. Call grep with "
+            f"offset={offset + len(matches)} for the next matches, or narrow the search with a more "
             "specific pattern, include globs (e.g. '*.py'), excludePatterns, or a deeper path.]"
         )
     if walker is not None and walker.hit_visit_limit:
         lines.append("[The walk stopped at its entry limit; search a subdirectory for complete results.]")
+    if walker is not None and walker.changed:
+        lines.append(f"[{walker.changed} entries changed while being searched and were skipped.]")
     return "\n".join(lines)
 
 

@@ -13,10 +13,11 @@ from typing import Literal
 from mcp_batteries.paths import (
     AllowedDirectories,
     display_path,
-    resolve_path,
     symlink_target_within,
     translate_os_error,
 )
+
+from mcp_filesystem.access import resolve
 
 __all__ = ["FileInfo", "get_file_info", "guess_mime_type", "sniff_mime_type"]
 
@@ -171,7 +172,7 @@ def _ts(seconds: float) -> datetime:
 
 def get_file_info(allowed: AllowedDirectories, path: str) -> FileInfo:
     """Metadata for a file, directory or symlink inside the allowed directories."""
-    real = resolve_path(path, allowed, follow_symlinks=False)
+    real = resolve(allowed, path, follow_symlinks=False)
     try:
         st = os.lstat(real)
     except OSError as exc:

@@ -1,8 +1,17 @@
-"""The one directory walker behind directory_tree, search_files and grep.
+"""The one directory walker behind directory_tree, search_files, grep and resources/list.
 
-Safety rule: symlinks are never followed. Entry types come from ``os.scandir`` with
-``follow_symlinks=False``, a symlink is reported as a symlink and never entered, and sizes come
-from ``lstat``. Whatever a link points at, nothing outside the tree is listed or read through it.
+Safety rules, by construction rather than by a check done earlier:
+
+* Symlinks are never followed: entry types come from ``os.scandir`` without following, a
+  symlink is reported as a symlink (with its target text) and never entered.
+* Nothing swapped in during the walk is followed either. Each directory is opened with
+  ``O_NOFOLLOW | O_DIRECTORY`` and must still be the directory that was listed (same device and
+  inode); a file is opened with ``O_NOFOLLOW`` and must be the file that was listed. A directory
+  or file that changed in between (for instance a parent replaced by a symlink to ``/etc``) is
+  skipped and counted in ``changed``, so a walk can never list or read outside its root.
+* The walk stops at ``max_visited`` entries and checks its ``CancelToken`` before each directory,
+  so a cancelled request stops within one directory's work.
+* Our own temporary files (``tempfiles``) are never listed; stale ones are removed when ``tidy``.
 """
 
 from __future__ import annotations
@@ -11,8 +20,13 @@ import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcp_batteries.paths import AllowedDirectories, open_dir_fd
+from mcp_batteries.progress import NEVER, CancelToken
 
 from mcp_filesystem.patterns import ExcludeMatcher, IgnoreLayer, gitignored, parse_gitignore
+from mcp_filesystem.tempfiles import is_temp_name, remove_if_stale
 
 Progress = Callable[[int, str], None]
 """Called with (entries visited so far, directory being read). It may raise to abort the walk."""
@@ -22,6 +36,12 @@ MAX_GITIGNORE_BYTES = 1 << 20
 
 FILE, DIRECTORY, SYMLINK, OTHER = "file", "directory", "symlink", "other"
 
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | _CLOEXEC
+
+Identity = tuple[int, int]  # (st_dev, st_ino)
+
 
 @dataclass(slots=True)
 class WalkEntry:
@@ -30,69 +50,127 @@ class WalkEntry:
     name: str
     kind: str  # FILE, DIRECTORY, SYMLINK or OTHER (fifo, socket, device)
     depth: int  # 1 for the root's own children
-    entry: os.DirEntry[str]
+    identity: Identity | None  # what opening it must find (directories and files)
+    target: str | None = None  # a symlink's target text (never resolved)
+
+
+@dataclass(slots=True)
+class Scanned:
+    entries: list[WalkEntry]
+    layers: tuple[IgnoreLayer, ...]  # .gitignore layers in force inside this directory
 
 
 @dataclass
 class Walker:
     """Reads directories under ``root`` applying excludes and (optionally) .gitignore files.
 
+    Build it with ``Walker.open`` (which checks the root against the allowed directories).
     ``max_visited`` bounds the work of one call: once that many entries have been read the walk
     stops and ``hit_visit_limit`` is set, so callers can say their answer is incomplete.
     """
 
     root: str
+    root_identity: Identity
     excludes: ExcludeMatcher = field(default_factory=lambda: ExcludeMatcher.compile([]))
     respect_gitignore: bool = False
     progress: Progress | None = None
     max_visited: int = 1_000_000
+    cancel: CancelToken = NEVER
+    tidy: bool = False  # remove stale temporary files of ours when met
+    skip_dir: Callable[[str], bool] | None = None  # directory names never entered (resources/list)
     visited: int = 0
     unreadable_dirs: int = 0
+    changed: int = 0  # entries skipped because they were replaced while the walk ran
     hit_visit_limit: bool = False
     _next_progress: int = PROGRESS_EVERY
 
     @classmethod
-    def create(
+    def open(
         cls,
-        root: os.PathLike[str] | str,
+        allowed: AllowedDirectories,
+        root: Path,
         exclude_patterns: Sequence[str] = (),
         *,
         respect_gitignore: bool = False,
         progress: Progress | None = None,
         max_visited: int = 1_000_000,
+        cancel: CancelToken = NEVER,
+        tidy: bool = False,
+        skip_dir: Callable[[str], bool] | None = None,
     ) -> Walker:
+        """A walker over ``root``, a path from ``resolve_path``: the root is opened component by
+        component from its allowed directory (``open_dir_fd``), so it is really inside."""
+        fd = open_dir_fd(root, allowed)
+        try:
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
         return cls(
             root=os.fspath(root),
+            root_identity=(st.st_dev, st.st_ino),
             excludes=ExcludeMatcher.compile(exclude_patterns),
             respect_gitignore=respect_gitignore,
             progress=progress,
             max_visited=max_visited,
+            cancel=cancel,
+            tidy=tidy,
+            skip_dir=skip_dir,
         )
 
-    def root_layers(self) -> tuple[IgnoreLayer, ...]:
-        """The .gitignore layer of the root itself (files above the root are never consulted)."""
-        if not self.respect_gitignore:
-            return ()
-        layer = self._load_gitignore(os.path.join(self.root, ".gitignore"), "")
-        return (layer,) if layer else ()
+    def root_entry(self) -> WalkEntry:
+        return WalkEntry(self.root, "", os.path.basename(self.root), DIRECTORY, 0, self.root_identity)
 
-    def scan(self, dir_path: str, rel: str, depth: int, layers: tuple[IgnoreLayer, ...]) -> list[WalkEntry]:
+    def _open_dir(self, entry: WalkEntry) -> int | None:
+        try:
+            fd = os.open(entry.path, _DIR_FLAGS)
+        except OSError:
+            # Unreadable (permissions), vanished, or now a symlink (O_NOFOLLOW): skip, but count.
+            self.unreadable_dirs += 1
+            return None
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != entry.identity:
+            os.close(fd)  # a parent was swapped for a symlink since the listing: not ours to read
+            self.changed += 1
+            return None
+        return fd
+
+    def scan(self, directory: WalkEntry, layers: tuple[IgnoreLayer, ...] = ()) -> Scanned:
         """List one directory: excluded and git-ignored entries dropped, sorted by name.
 
-        ``layers`` must already include ``dir_path``'s own .gitignore (see ``child_layers``).
+        ``layers`` are the .gitignore layers of the directory's parents; the directory's own
+        .gitignore is read here and returned with them for its children.
         """
+        self.cancel.check()
         if self.hit_visit_limit:
-            return []
+            return Scanned([], layers)
+        fd = self._open_dir(directory)
+        if fd is None:
+            return Scanned([], layers)
         try:
-            with os.scandir(dir_path) as it:
-                raw = list(it)
-        except OSError:
-            # Unreadable (permissions) or vanished since the parent was listed: skip, but count.
-            self.unreadable_dirs += 1
-            return []
-        raw.sort(key=lambda e: e.name)
+            if self.respect_gitignore:
+                own = self._load_gitignore(fd, directory.rel)
+                if own is not None:
+                    layers = (*layers, own)
+            try:
+                with os.scandir(fd) as it:
+                    raw = list(it)
+            except OSError:
+                self.unreadable_dirs += 1
+                return Scanned([], layers)
+            raw.sort(key=lambda e: e.name)
+            return Scanned(self._entries(fd, directory, raw, layers), layers)
+        finally:
+            os.close(fd)
+
+    def _entries(
+        self, fd: int, directory: WalkEntry, raw: list[os.DirEntry[str]], layers: tuple[IgnoreLayer, ...]
+    ) -> list[WalkEntry]:
         entries: list[WalkEntry] = []
-        prefix = f"{rel}/" if rel else ""
+        prefix = f"{directory.rel}/" if directory.rel else ""
+        dir_path = directory.path
+        base = dir_path if dir_path.endswith("/") else dir_path + "/"
+        depth = directory.depth + 1
+        device = directory.identity[0] if directory.identity else 0
         for de in raw:
             self.visited += 1
             if self.visited > self.max_visited:
@@ -101,48 +179,60 @@ class Walker:
             if self.progress is not None and self.visited >= self._next_progress:
                 self._next_progress += PROGRESS_EVERY
                 self.progress(self.visited, dir_path)
+            name = de.name
+            if is_temp_name(name):
+                if self.tidy:
+                    remove_if_stale(fd, name)
+                continue
             kind = _kind(de)
             is_dir = kind == DIRECTORY
-            entry_rel = prefix + de.name
+            entry_rel = prefix + name
+            if is_dir and self.skip_dir is not None and self.skip_dir(name):
+                continue
             if self.excludes and self.excludes.excluded(entry_rel, is_dir):
                 continue
             if self.respect_gitignore:
-                if is_dir and de.name == ".git":
+                if is_dir and name == ".git":
                     continue
                 if layers and gitignored(layers, entry_rel, is_dir):
                     continue
-            entries.append(WalkEntry(de.path, entry_rel, de.name, kind, depth, de))
+            identity: Identity | None = None
+            target = None
+            if is_dir:
+                try:
+                    st = de.stat(follow_symlinks=False)  # a mount point has its own device
+                except OSError:
+                    continue
+                identity = (st.st_dev, st.st_ino)
+            elif kind == FILE:
+                identity = (device, de.inode())
+            elif kind == SYMLINK:
+                target = read_link(name, fd)
+            entries.append(WalkEntry(base + name, entry_rel, name, kind, depth, identity, target))
         return entries
 
-    def child_layers(self, entry: WalkEntry, layers: tuple[IgnoreLayer, ...]) -> tuple[IgnoreLayer, ...]:
-        """Layers in force inside directory ``entry``: the parent's plus its own .gitignore."""
-        if not self.respect_gitignore:
-            return layers
-        layer = self._load_gitignore(os.path.join(entry.path, ".gitignore"), entry.rel)
-        return (*layers, layer) if layer else layers
-
-    def _load_gitignore(self, path: str, base: str) -> IgnoreLayer | None:
+    def _load_gitignore(self, dir_fd: int, base: str) -> IgnoreLayer | None:
         try:
-            st = os.lstat(path)
+            # A .gitignore that is a symlink is not read: reading through it could leave the tree.
+            fd = os.open(".gitignore", _FILE_FLAGS, dir_fd=dir_fd)
         except OSError:
             return None
-        # A .gitignore that is a symlink is not read: reading through it could leave the tree.
-        if not _is_regular(st.st_mode) or st.st_size > MAX_GITIGNORE_BYTES:
-            return None
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            with os.fdopen(fd, "rb") as f:
-                text = f.read(MAX_GITIGNORE_BYTES).decode("utf-8", "replace")
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_GITIGNORE_BYTES:
+                return None
+            text = os.read(fd, MAX_GITIGNORE_BYTES).decode("utf-8", "replace")
         except OSError:
             return None
+        finally:
+            os.close(fd)
         return parse_gitignore(text, base)
 
     def walk(self, max_depth: int | None = None) -> Iterator[WalkEntry]:
         """Depth-first, pre-order, entries sorted by name; directories are yielded before their
         contents. Never enters symlinks. The consumer may stop iterating at any time."""
-        top_layers = self.root_layers()
-        top = self.scan(self.root, "", 1, top_layers)
-        stack: list[tuple[Iterator[WalkEntry], tuple[IgnoreLayer, ...]]] = [(iter(top), top_layers)]
+        top = self.scan(self.root_entry())
+        stack: list[tuple[Iterator[WalkEntry], tuple[IgnoreLayer, ...]]] = [(iter(top.entries), top.layers)]
         while stack:
             it, layers = stack[-1]
             entry = next(it, None)
@@ -151,10 +241,26 @@ class Walker:
                 continue
             yield entry
             if entry.kind == DIRECTORY and (max_depth is None or entry.depth < max_depth):
-                sub_layers = self.child_layers(entry, layers)
-                children = self.scan(entry.path, entry.rel, entry.depth + 1, sub_layers)
-                if children:
-                    stack.append((iter(children), sub_layers))
+                children = self.scan(entry, layers)
+                if children.entries:
+                    stack.append((iter(children.entries), children.layers))
+
+    def open_file(self, entry: WalkEntry) -> int | None:
+        """A read fd on a listed regular file, only if it is still that file (else None)."""
+        try:
+            fd = os.open(entry.path, _FILE_FLAGS)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            return None
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != entry.identity:
+            os.close(fd)
+            self.changed += 1
+            return None
+        return fd
 
 
 def _kind(de: os.DirEntry[str]) -> str:
@@ -170,13 +276,9 @@ def _kind(de: os.DirEntry[str]) -> str:
     return OTHER
 
 
-def _is_regular(mode: int) -> bool:
-    return stat.S_ISREG(mode)
-
-
-def read_link(path: str) -> str:
+def read_link(name: str, dir_fd: int | None = None) -> str:
     """The symlink's target text (not resolved: nothing is followed), or '?' if unreadable."""
     try:
-        return os.readlink(path)
+        return os.readlink(name, dir_fd=dir_fd)
     except OSError:
         return "?"

@@ -1,8 +1,12 @@
 """list_directory, list_directory_with_sizes, directory_tree and search_files.
 
 Outputs follow the reference server's tools (users' prompts depend on them) with bounded size.
-Symlinks are never followed: they are shown as links, never entered, and sized with ``lstat``.
-Callers pass already-validated paths. Glob and exclude semantics are in ``patterns.py``.
+Each entry point takes the allowed directories and the caller's raw path and checks containment
+itself (``access.resolve``); directories are read through descriptors opened component by
+component from their allowed root, and symlinks are never followed: they are shown as links,
+never entered, and sized with ``lstat``. Names are shown in the one reversible form of
+``mcp_batteries.names`` (git-style quoting when a name is not clean text), which every path
+argument accepts back. Glob and exclude semantics are in ``patterns.py``.
 """
 
 from __future__ import annotations
@@ -16,12 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from mcp_batteries.errors import AccessDenied, InvalidInput, NotFound
+from mcp_batteries.errors import InvalidInput
+from mcp_batteries.paths import AllowedDirectories, open_dir_fd, translate_os_error
+from mcp_batteries.progress import NEVER, CancelToken
 
+from mcp_filesystem.access import quote_name, quote_path, resolve
 from mcp_filesystem.patterns import compile_glob, has_glob_chars
-from mcp_filesystem.walker import DIRECTORY, FILE, SYMLINK, Progress, Walker, read_link
+from mcp_filesystem.tempfiles import is_temp_name, remove_if_stale
+from mcp_filesystem.walker import DIRECTORY, FILE, SYMLINK, Progress, WalkEntry, Walker, read_link
 
-MAX_LIST_ENTRIES = 10_000
+MAX_LIST_ENTRIES = 2_000  # one page of list_directory(_with_sizes); `offset` pages on
 MAX_TREE_ENTRIES = 20_000
 MAX_SEARCH_RESULTS = 1_000
 MAX_VISITED = 1_000_000
@@ -44,7 +52,7 @@ class TreeResult:
 
 @dataclass(frozen=True)
 class SearchResult:
-    paths: list[str]
+    paths: list[str]  # as shown (quoted where needed)
     truncated: bool
     text: str
 
@@ -60,90 +68,152 @@ def format_size(size: int) -> str:
     return f"{size / 1024**i:.2f} {units[i]}"
 
 
-def _scan_one(path: Path) -> list[os.DirEntry[str]]:
+@dataclass(frozen=True, slots=True)
+class _Row:
+    tag: str  # [FILE], [DIR] or [LINK]
+    name: str  # as shown
+    size: int  # lstat size (0 for directories)
+    target: str  # a link's target as shown, else ""
+
+
+def _read_directory(allowed: AllowedDirectories, path: str, *, tidy: bool) -> tuple[Path, list[_Row]]:
+    """One directory's entries (sorted like the reference: case-folded name), read through a
+    descriptor opened component by component from its allowed root."""
+    real = resolve(allowed, path)
+    if not real.is_dir():
+        raise InvalidInput(f"{quote_path(real)} is a file, not a directory; read it with read_text_file.")
+    fd = open_dir_fd(real, allowed)
     try:
-        with os.scandir(path) as it:
-            return sorted(it, key=lambda e: (e.name.casefold(), e.name))
-    except FileNotFoundError:
-        raise NotFound(
-            f"Directory not found: {path}; check the path with list_allowed_directories."
-        ) from None
-    except NotADirectoryError:
-        raise InvalidInput(f"{path} is a file, not a directory; read it with read_text_file.") from None
-    except PermissionError:
-        raise AccessDenied(f"Permission denied reading directory {path}.") from None
+        with os.scandir(fd) as it:
+            raw = list(it)
+        rows = []
+        for de in raw:
+            if is_temp_name(de.name):
+                if tidy:
+                    remove_if_stale(fd, de.name)
+                continue
+            rows.append(_row(de, fd))
+    except OSError as exc:
+        raise translate_os_error(exc, real) from None
+    finally:
+        os.close(fd)
+    rows.sort(key=lambda r: (r[0].casefold(), r[0]))
+    return real, [row for _, row in rows]
 
 
-def _tag(de: os.DirEntry[str]) -> str:
-    if de.is_symlink():
-        return "[LINK]"
-    return "[DIR]" if de.is_dir(follow_symlinks=False) else "[FILE]"
+def _row(de: os.DirEntry[str], dir_fd: int) -> tuple[str, _Row]:
+    try:
+        if de.is_symlink():
+            return de.name, _Row("[LINK]", quote_name(de.name), 0, quote_path(read_link(de.name, dir_fd)))
+        if de.is_dir(follow_symlinks=False):
+            return de.name, _Row("[DIR]", quote_name(de.name), 0, "")
+        size = de.stat(follow_symlinks=False).st_size
+    except OSError:
+        size = 0
+    return de.name, _Row("[FILE]", quote_name(de.name), size, "")
 
 
-def _cut_note(shown: int, total: int, what: str) -> str:
-    return (
-        f"[Showing {shown:,} of {total:,} entries. {what} "
-        "Use search_files with a pattern to find specific entries in this directory.]"
+def _page_note(tool: str, offset: int, shown: int, total: int, extra: str = "") -> str:
+    """Where a page of entries sits in the whole listing, and the call that gets the next page."""
+    if not shown:
+        return f"[No entries at offset {offset:,}: the directory has {total:,}.]"
+    first, last = offset + 1, offset + shown
+    more = (
+        f" Call {tool} with offset={last} for the next page, or search_files with a pattern to find "
+        "specific entries."
+        if last < total
+        else ""
     )
+    return f"[Showing entries {first:,}-{last:,} of {total:,}.{extra}{more}]"
 
 
-def list_directory(path: Path, max_entries: int = MAX_LIST_ENTRIES) -> Listing:
-    """Reference format, sorted by name: '[FILE] name', '[DIR] name', and ours '[LINK] name -> target'."""
-    entries = _scan_one(path)
+def _check_offset(offset: int) -> None:
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidInput(f"offset must be an integer >= 0 (entries to skip), got {offset!r}")
+
+
+def list_directory(
+    allowed: AllowedDirectories,
+    path: str,
+    max_entries: int = MAX_LIST_ENTRIES,
+    *,
+    offset: int = 0,
+    tidy: bool = False,
+) -> Listing:
+    """Reference format, sorted by name: '[FILE] name', '[DIR] name', and ours '[LINK] name -> target'.
+
+    One page of `max_entries` entries from `offset`; a partial page ends with a note naming the
+    next offset."""
+    _check_offset(offset)
+    _, rows = _read_directory(allowed, path, tidy=tidy)
+    page = rows[offset : offset + max_entries]
     lines = []
-    for de in entries[:max_entries]:
-        tag = _tag(de)
-        suffix = f" -> {read_link(de.path)}" if tag == "[LINK]" else ""
-        lines.append(f"{tag} {de.name}{suffix}")
-    truncated = len(entries) > max_entries
-    if truncated:
-        lines.append(_cut_note(max_entries, len(entries), "The listing was cut."))
-    text = "\n".join(lines) if entries else "(empty directory)"
-    return Listing(text, truncated, len(entries))
+    for row in page:
+        suffix = f" -> {row.target}" if row.tag == "[LINK]" else ""
+        lines.append(f"{row.tag} {row.name}{suffix}")
+    truncated = offset + len(page) < len(rows)
+    if truncated or offset:
+        lines.append(_page_note("list_directory", offset, len(page), len(rows)))
+    text = "\n".join(lines) if rows else "(empty directory)"
+    return Listing(text, truncated, len(rows))
 
 
 def list_directory_with_sizes(
-    path: Path, sortBy: Literal["name", "size"] = "name", max_entries: int = MAX_LIST_ENTRIES
+    allowed: AllowedDirectories,
+    path: str,
+    sortBy: Literal["name", "size"] = "name",
+    max_entries: int = MAX_LIST_ENTRIES,
+    *,
+    offset: int = 0,
+    tidy: bool = False,
 ) -> Listing:
     """Reference format ('[FILE] name-padded-to-30  size-padded-to-10', '[DIR] name', then totals).
 
     Sizes come from lstat, so a symlink's size is the link itself, never its target. Symlinks are
-    listed as '[LINK] name -> target' and counted separately in the summary.
+    listed as '[LINK] name -> target' and counted separately in the summary. Paged like
+    `list_directory`; the totals always count every entry.
     """
     if sortBy not in ("name", "size"):
         raise InvalidInput(f"sortBy must be 'name' or 'size', not {sortBy!r}.")
-    rows: list[tuple[str, str, int, str]] = []  # tag, name, size, link target
-    for de in _scan_one(path):
-        tag = _tag(de)
-        try:
-            size = 0 if tag == "[DIR]" else de.stat(follow_symlinks=False).st_size
-        except OSError:
-            size = 0
-        rows.append((tag, de.name, size, read_link(de.path) if tag == "[LINK]" else ""))
+    _check_offset(offset)
+    _, rows = _read_directory(allowed, path, tidy=tidy)
     if sortBy == "size":
-        rows.sort(key=lambda r: -r[2])  # stable: ties keep name order
+        rows.sort(key=lambda r: -r.size)  # stable: ties keep name order
+    page = rows[offset : offset + max_entries]
     lines = []
-    for tag, name, size, target in rows[:max_entries]:
-        if tag == "[DIR]":
-            lines.append(f"{tag} {name}")
-        elif tag == "[LINK]":
-            lines.append(f"{tag} {name.ljust(30)} -> {target}")
+    for row in page:
+        if row.tag == "[DIR]":
+            lines.append(f"{row.tag} {row.name}")
+        elif row.tag == "[LINK]":
+            lines.append(f"{row.tag} {row.name.ljust(30)} -> {row.target}")
         else:
-            lines.append(f"{tag} {name.ljust(30)} {format_size(size).rjust(10)}")
-    truncated = len(rows) > max_entries
-    if truncated:
-        lines.append(_cut_note(max_entries, len(rows), "The totals below count every entry."))
-    files = sum(1 for r in rows if r[0] == "[FILE]")
-    dirs = sum(1 for r in rows if r[0] == "[DIR]")
+            lines.append(f"{row.tag} {row.name.ljust(30)} {format_size(row.size).rjust(10)}")
+    truncated = offset + len(page) < len(rows)
+    if truncated or offset:
+        lines.append(
+            _page_note(
+                "list_directory_with_sizes", offset, len(page), len(rows), " The totals count every entry."
+            )
+        )
+    files = sum(1 for r in rows if r.tag == "[FILE]")
+    dirs = sum(1 for r in rows if r.tag == "[DIR]")
     links = len(rows) - files - dirs
     total = f"Total: {files} files, {dirs} directories" + (f", {links} symlinks" if links else "")
-    combined = sum(r[2] for r in rows if r[0] == "[FILE]")
+    combined = sum(r.size for r in rows if r.tag == "[FILE]")
     lines += ["", total, f"Combined size: {format_size(combined)}"]
     return Listing("\n".join(lines), truncated, len(rows))
 
 
+def _walk_root(allowed: AllowedDirectories, path: str, what: str) -> Path:
+    real = resolve(allowed, path)
+    if not real.is_dir():
+        raise InvalidInput(f"{quote_path(real)} is a file, not a directory; {what}")
+    return real
+
+
 def directory_tree(
-    path: Path,
+    allowed: AllowedDirectories,
+    path: str,
     excludePatterns: Sequence[str] = (),
     max_depth: int | None = None,
     respect_gitignore: bool = False,
@@ -151,6 +221,8 @@ def directory_tree(
     max_entries: int = MAX_TREE_ENTRIES,
     pretty: bool = False,
     progress: Progress | None = None,
+    cancel: CancelToken = NEVER,
+    tidy: bool = False,
 ) -> TreeResult:
     """The reference's JSON tree, breadth-first so a cut-short answer still shows the top levels.
 
@@ -158,40 +230,51 @@ def directory_tree(
     always have ``children``; symlinks carry ``"target"`` and are never entered. A directory whose
     children were not (fully) listed, because of ``max_depth`` or the entry limit, carries
     ``"truncated": true``. JSON is compact by default (about half the tokens of the reference's
-    2-space indent, same structure); ``pretty=True`` gives the reference's indentation.
+    2-space indent, same structure); ``pretty=True`` gives the reference's indentation. Names are
+    shown quoted when they are not clean text (see ``mcp_batteries.names``).
     """
     if max_depth is not None and max_depth < 1:
         raise InvalidInput("max_depth must be at least 1 (1 lists only the directory's own entries).")
-    _scan_one(path)  # the same not-found / not-a-directory errors as list_directory
-    walker = Walker.create(
-        path, excludePatterns, respect_gitignore=respect_gitignore, progress=progress, max_visited=MAX_VISITED
+    real = _walk_root(allowed, path, "directory_tree lists directories.")
+    walker = Walker.open(
+        allowed,
+        real,
+        excludePatterns,
+        respect_gitignore=respect_gitignore,
+        progress=progress,
+        max_visited=MAX_VISITED,
+        cancel=cancel,
+        tidy=tidy,
     )
     tree: list[dict[str, Any]] = []
     root_node: dict[str, Any] = {"children": tree}
-    queue = deque([(str(path), "", 0, root_node, walker.root_layers())])
+    queue: deque[tuple[WalkEntry, dict[str, Any], tuple[Any, ...]]] = deque(
+        [(walker.root_entry(), root_node, ())]
+    )
     count = 0
     cut = depth_cut = False
     while queue:
-        dir_path, rel, depth, node, layers = queue.popleft()
+        directory, node, layers = queue.popleft()
         if cut:
             node["truncated"] = True
             continue
-        for e in walker.scan(dir_path, rel, depth + 1, layers):
+        scanned = walker.scan(directory, layers)
+        for e in scanned.entries:
             if count >= max_entries:
                 cut = True
                 node["truncated"] = True
                 break
             count += 1
-            item: dict[str, Any] = {"name": e.name, "type": e.kind if e.kind != "other" else FILE}
+            item: dict[str, Any] = {"name": quote_name(e.name), "type": e.kind if e.kind != "other" else FILE}
             if e.kind == SYMLINK:
-                item["target"] = read_link(e.path)
+                item["target"] = quote_path(e.target or "?")
             elif e.kind == DIRECTORY:
                 item["children"] = []
                 if max_depth is not None and e.depth >= max_depth:
                     item["truncated"] = True
                     depth_cut = True
                 else:
-                    queue.append((e.path, e.rel, e.depth, item, walker.child_layers(e, layers)))
+                    queue.append((e, item, scanned.layers))
             node["children"].append(item)
     cut = cut or walker.hit_visit_limit
     json_text = (
@@ -211,20 +294,32 @@ def directory_tree(
             f'[Directories at depth {max_depth} are not expanded (marked "truncated": true); call '
             "directory_tree on one of them or raise max_depth to see inside.]"
         )
-    if walker.unreadable_dirs:
-        notes.append(f"[{walker.unreadable_dirs} directories could not be read (permission denied).]")
+    notes += _walk_notes(walker)
     text = "\n\n".join([json_text, *notes])
     return TreeResult(json_text, text, cut or depth_cut, count)
 
 
+def _walk_notes(walker: Walker) -> list[str]:
+    notes = []
+    if walker.unreadable_dirs:
+        notes.append(f"[{walker.unreadable_dirs} directories could not be read (permission denied).]")
+    if walker.changed:
+        notes.append(f"[{walker.changed} entries changed while being read and were skipped.]")
+    return notes
+
+
 def search_files(
-    path: Path,
+    allowed: AllowedDirectories,
+    path: str,
     pattern: str,
     excludePatterns: Sequence[str] = (),
     *,
     max_results: int = MAX_SEARCH_RESULTS,
     respect_gitignore: bool = False,
     progress: Progress | None = None,
+    offset: int = 0,
+    cancel: CancelToken = NEVER,
+    tidy: bool = False,
 ) -> SearchResult:
     """Find files and directories under ``path``; returns absolute paths, depth-first, by name.
 
@@ -234,13 +329,23 @@ def search_files(
     * A pattern without glob characters is a case-insensitive substring of the entry's name
       (of its relative path if the pattern contains ``/``) — the older reference behaviour.
 
-    Excluded directories are not entered. Symlinks are reported but never followed.
+    Excluded directories are not entered. Symlinks are reported but never followed. Results come
+    a page of ``max_results`` at a time, from match number ``offset`` (the walk is sorted, so
+    pages are stable while the tree does not change).
     """
+    _check_offset(offset)
     if not pattern or not pattern.strip():
         raise InvalidInput("pattern must not be empty; use e.g. '**/*.py' or a part of a file name.")
-    _scan_one(path)
-    walker = Walker.create(
-        path, excludePatterns, respect_gitignore=respect_gitignore, progress=progress, max_visited=MAX_VISITED
+    real = _walk_root(allowed, path, "search_files searches directories.")
+    walker = Walker.open(
+        allowed,
+        real,
+        excludePatterns,
+        respect_gitignore=respect_gitignore,
+        progress=progress,
+        max_visited=MAX_VISITED,
+        cancel=cancel,
+        tidy=tidy,
     )
     is_glob = has_glob_chars(pattern)
     regex = compile_glob(pattern) if is_glob else None
@@ -248,21 +353,26 @@ def search_files(
     on_path = "/" in pattern
     paths: list[str] = []
     truncated = False
+    skipped = 0
     for e in walker.walk():
         if regex is not None:
             hit = regex.match(e.rel) is not None
         else:
             hit = needle in (e.rel if on_path else e.name).casefold()
         if hit:
+            if skipped < offset:
+                skipped += 1
+                continue
             if len(paths) >= max_results:
                 truncated = True
                 break
-            paths.append(e.path)
+            paths.append(quote_path(e.path))
     lines = list(paths)
     if truncated:
         lines.append(
-            f"[Stopped after {max_results:,} results; there are more. Use a more specific pattern, "
-            "add excludePatterns, or search a subdirectory.]"
+            f"[Showing results {offset + 1:,}-{offset + len(paths):,}; there are more. Call search_files "
+            f"with offset={offset + len(paths)} for the next page, or narrow the search with a more "
+            "specific pattern, excludePatterns or a subdirectory.]"
         )
     elif walker.hit_visit_limit:
         truncated = True
@@ -271,10 +381,11 @@ def search_files(
             "subdirectory or add excludePatterns.]"
         )
     if not paths:
-        lines.insert(0, "No matches found")
+        lines.insert(0, "No matches found" if not offset else f"No matches after the first {skipped:,}")
         if is_glob and "/" not in pattern and "**" not in pattern:
             lines.append(
-                f"Note: '{pattern}' is matched against paths relative to {path}, so it only matches "
-                f"top-level entries; use '**/{pattern}' to search all subdirectories."
+                f"Note: '{pattern}' is matched against paths relative to {quote_path(real)}, so it only "
+                f"matches top-level entries; use '**/{pattern}' to search all subdirectories."
             )
+    lines += _walk_notes(walker)
     return SearchResult(paths, truncated, "\n".join(lines))

@@ -21,7 +21,6 @@ import ctypes
 import errno
 import functools
 import os
-import secrets
 import shutil
 import stat
 from collections.abc import Callable
@@ -30,19 +29,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput, UpstreamError
+from mcp_batteries.names import unquote_path
 from mcp_batteries.paths import (
     AllowedDirectories,
     display_path,
     open_dir_fd,
     open_for_read,
     open_parent_dir,
-    resolve_path,
     translate_os_error,
 )
 
-__all__ = ["CopyResult", "copy_file", "create_directory", "delete_path", "move_file", "write_file"]
+from mcp_filesystem.access import quote_path, resolve
+from mcp_filesystem.encoding import Encoding, encode
+from mcp_filesystem.tempfiles import TEMP_PREFIX, is_temp_name, new_temp_name
 
-TEMP_PREFIX = ".mcp-fs-"  # temp files of interrupted writes are recognisable by this prefix
+__all__ = [
+    "TEMP_PREFIX",
+    "CopyResult",
+    "copy_file",
+    "copy_file_reply",
+    "create_directory",
+    "create_directory_reply",
+    "delete_path",
+    "delete_path_reply",
+    "move_file",
+    "move_file_reply",
+    "write_file",
+    "write_file_reply",
+]
+
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 _SRC_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | _CLOEXEC
@@ -94,7 +109,7 @@ def _replace_atomically(
     """Write via `fill(fd)` into a fresh temp file beside `name`, fsync, rename over `name`.
     An existing file's permission bits (and owner, when we may) are carried over; a new file
     gets `new_mode` minus the umask."""
-    tmp = f"{TEMP_PREFIX}{secrets.token_hex(8)}.tmp"
+    tmp = new_temp_name()  # recognisable: hidden from listings, swept when stale (tempfiles)
     try:
         fd = os.open(tmp, _TMP_FLAGS, 0o600 if like is not None else new_mode, dir_fd=dir_fd)
     except OSError as exc:
@@ -122,17 +137,30 @@ def _replace_atomically(
     return written
 
 
-def write_file(allowed: AllowedDirectories, path: str, content: str | bytes) -> int:
+def write_file(
+    allowed: AllowedDirectories, path: str | Path, content: str | bytes, encoding: Encoding = "utf-8"
+) -> int:
     """Create or replace a file atomically; returns the number of bytes written. The parent
-    directory must exist (create_directory first)."""
+    directory must exist (create_directory first). Text is written as UTF-8 (`edit_file` passes
+    windows-1252 for a file it read in that encoding)."""
     if isinstance(content, str):
         try:
-            data = content.encode("utf-8", "surrogateescape")
-        except UnicodeEncodeError:
-            raise InvalidInput("content contains lone surrogates that cannot be encoded as UTF-8") from None
+            data = encode(content, encoding)
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start : exc.end]
+            if encoding == "utf-8":
+                raise InvalidInput(
+                    f"content holds {bad!r} at position {exc.start}, a lone surrogate that no file can "
+                    "store as UTF-8; send text only"
+                ) from None
+            raise InvalidInput(
+                f"the file is in windows-1252 (it is not UTF-8), which cannot hold {bad!r} (position "
+                f"{exc.start}); use characters windows-1252 has, or rewrite the whole file as UTF-8 "
+                "with write_file"
+            ) from None
     else:
         data = bytes(content)
-    real = resolve_path(path, allowed, must_exist=False, allow_root_itself=False)
+    real = resolve(allowed, path, must_exist=False, allow_root_itself=False)
     shown = display_path(real)
     dir_fd, name = open_parent_dir(real, allowed)
     try:
@@ -145,7 +173,7 @@ def write_file(allowed: AllowedDirectories, path: str, content: str | bytes) -> 
 def create_directory(allowed: AllowedDirectories, path: str) -> Path:
     """mkdir -p inside the allowed directories; every component is created or opened with
     O_NOFOLLOW relative to its parent. Succeeds if the directory already exists."""
-    real = resolve_path(path, allowed, must_exist=False)
+    real = resolve(allowed, path, must_exist=False)
     os.close(open_dir_fd(real, allowed, create=True))
     return real
 
@@ -191,8 +219,8 @@ def move_file(allowed: AllowedDirectories, source: str, destination: str) -> Pat
     """Move or rename a file, directory or symlink (the link itself). Fails if the destination
     exists, like the reference server. Across file systems only regular files are moved
     (copied then removed). Returns the new real path."""
-    src = resolve_path(source, allowed, follow_symlinks=False, allow_root_itself=False)
-    dst = resolve_path(destination, allowed, must_exist=False, follow_symlinks=False, allow_root_itself=False)
+    src = resolve(allowed, source, follow_symlinks=False, allow_root_itself=False)
+    dst = resolve(allowed, destination, must_exist=False, follow_symlinks=False, allow_root_itself=False)
     shown_src, shown_dst = display_path(src), display_path(dst)
     if src == dst:
         raise InvalidInput(f"source and destination are the same: {shown_src}")
@@ -298,8 +326,8 @@ def copy_file(
     destination unless overwrite=True (then files are replaced atomically and directories
     merged). Permission bits are copied; symlinks and special files inside a tree are skipped
     and reported."""
-    src = resolve_path(source, allowed)
-    dst = resolve_path(destination, allowed, must_exist=False, allow_root_itself=False)
+    src = resolve(allowed, source)
+    dst = resolve(allowed, destination, must_exist=False, allow_root_itself=False)
     shown_src, shown_dst = display_path(src), display_path(dst)
     if src == dst:
         raise InvalidInput(f"source and destination are the same: {shown_src}")
@@ -362,6 +390,8 @@ def _copy_tree(
     with os.scandir(src_fd) as it:
         names = sorted(entry.name for entry in it)
     for name in names:
+        if is_temp_name(name):
+            continue  # another write's temporary file, not part of the tree
         rel_name = f"{rel}{name}"
         shown = f"{shown_dst}/{display_path(rel_name)}"
         try:
@@ -414,7 +444,7 @@ def delete_path(allowed: AllowedDirectories, path: str, recursive: bool = False)
     """Delete a file, symlink (the link, never its target), empty directory, or — only with
     recursive=True — a directory tree. An allowed directory itself is never deleted.
     Returns what was deleted: "file", "symlink", "directory" or "special file"."""
-    real = resolve_path(path, allowed, follow_symlinks=False, allow_root_itself=False)
+    real = resolve(allowed, path, follow_symlinks=False, allow_root_itself=False)
     shown = display_path(real)
     dir_fd, name = open_parent_dir(real, allowed)
     try:
@@ -457,3 +487,39 @@ def delete_path(allowed: AllowedDirectories, path: str, recursive: bool = False)
         return "directory"
     finally:
         os.close(dir_fd)
+
+
+# --- the tools' replies ------------------------------------------------------------------------
+
+
+def write_file_reply(allowed: AllowedDirectories, path: str, content: str) -> str:
+    written = write_file(allowed, path, content)
+    return f"Successfully wrote {written} bytes to {quote_path(unquote_path(path))}"
+
+
+def create_directory_reply(allowed: AllowedDirectories, path: str) -> str:
+    create_directory(allowed, path)
+    return f"Successfully created directory {quote_path(unquote_path(path))}"
+
+
+def move_file_reply(allowed: AllowedDirectories, source: str, destination: str) -> str:
+    move_file(allowed, source, destination)
+    return f"Successfully moved {quote_path(unquote_path(source))} to {quote_path(unquote_path(destination))}"
+
+
+def delete_path_reply(allowed: AllowedDirectories, path: str, recursive: bool) -> str:
+    kind = delete_path(allowed, path, recursive)
+    return f"Deleted {kind} {quote_path(unquote_path(path))}"
+
+
+def copy_file_reply(
+    allowed: AllowedDirectories, source: str, destination: str, overwrite: bool, recursive: bool
+) -> str:
+    copied = copy_file(allowed, source, destination, overwrite, recursive)
+    summary = (
+        f"Copied {quote_path(unquote_path(source))} to {quote_path(unquote_path(destination))}: "
+        f"{copied.files} file(s), {copied.directories} directories, {copied.bytes} bytes"
+    )
+    if copied.skipped:
+        summary += "\nSkipped (symbolic links and special files are not copied): " + ", ".join(copied.skipped)
+    return summary

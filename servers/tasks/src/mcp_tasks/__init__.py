@@ -1,0 +1,1 @@
+"""mcp-tasks: shared task lists for agents and people."""
