@@ -169,3 +169,20 @@ def test_a_command_that_runs_too_long_is_stopped(repo: Any) -> None:
     git = Git(repo, Policy(timeout=0.5))
     with pytest.raises(LimitExceeded, match="--timeout"):
         git.run(["hash-object", "--stdin-paths"], input=f"{fifo}\n".encode())
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_call_stops_its_git_at_once(repo: Any) -> None:
+    import time
+
+    import anyio
+    from mcp_git.runner import off_loop
+
+    fifo = repo.worktree / "pipe"
+    os.mkfifo(fifo)
+    git = Git(repo, Policy(timeout=60))
+    started = time.monotonic()
+    with anyio.move_on_after(0.5) as scope:
+        await off_loop(git.run, ["hash-object", "--stdin-paths"], input=f"{fifo}\n".encode())
+    assert scope.cancelled_caught
+    assert time.monotonic() - started < 10  # not the 60 s timeout: the process was killed

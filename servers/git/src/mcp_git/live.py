@@ -7,22 +7,17 @@ what to watch and decides what changed:
   subscribes to it; a working tree with more than `max_dirs` directories is not watched (a
   100k-file repository must not exhaust the OS's watches): its status is polled instead;
 - `log`, `branches`, `tags`, `commit/REV` and `blob/REV/PATH` watch the git directory precisely:
-  its top level (HEAD, packed-refs, the index) and `refs/` (loose refs), in the common
-  directory too for linked worktrees. A `git gc` that packs refs is seen as the loose ref files
-  vanishing and packed-refs changing;
-- the resource list watches each repository's refs (branches and tags appear and vanish) and
-  each allowed directory's top level (a repository created there).
+  `HEAD`, `packed-refs` and `refs/` (loose refs; in the common directory for linked worktrees),
+  never the index, lock files or objects that git rewrites all the time. A `git gc` that packs
+  refs is seen as the loose ref files vanishing and packed-refs changing;
+- the resource list watches each repository's `packed-refs`, `refs/heads` and `refs/tags`
+  (branches and tags appear and vanish) and each allowed directory's top level (a repository
+  created there).
 
 Raw file events are only hints: a change is notified when the resource's fingerprint (what
 it shows: the porcelain status, the refs, the object a revision names) differs from the last
 one, so git's own bookkeeping (index refreshes, lock files, objects) never causes a
 notification, and a change made by a plain `git` in another terminal always does.
-
-Names that are not UTF-8: the runtime's watcher (watchfiles' Rust backend) fails on an event
-for such a path, and that failure stops the whole watch service. Until the runtime survives it,
-a resource whose watched directories hold such a name (a branch `feat-\\xff`, a file
-`bad\\xff.txt`) is polled every `POLL_INTERVAL` seconds instead of watched. A name like that
-created after the subscription began still reaches the watcher.
 """
 
 from __future__ import annotations
@@ -30,7 +25,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -42,7 +36,7 @@ from mcp_git.resources import GitUri, fingerprint
 from mcp_git.runner import off_loop
 from mcp_git.service import GitService
 
-__all__ = ["LiveRepositories", "Survey", "survey"]
+__all__ = ["LiveRepositories", "count_directories"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,47 +44,32 @@ logger = logging.getLogger(__name__)
 POLL_INTERVAL = 0.5
 
 
-@dataclass(frozen=True)
-class Survey:
-    directories: int
-    #: Whether some name below is not UTF-8 (see `LiveRepositories`: such trees are polled).
-    undecodable: bool
-
-
-def survey(top: Path, limit: int) -> Survey:
-    """Directories under `top` (not following links; counting stops past `limit`), and whether
-    any name below it is not valid UTF-8."""
+def count_directories(top: Path, limit: int) -> int:
+    """Directories under `top`, `.git` included (not following links); counting stops past `limit`."""
     count = 0
-    undecodable = False
     pending = [os.fsencode(top)]
     while pending and count <= limit:
         directory = pending.pop()
         try:
             with os.scandir(directory) as entries:
                 for entry in entries:
-                    if not undecodable:
-                        try:
-                            entry.name.decode("utf-8")
-                        except UnicodeDecodeError:
-                            undecodable = True
                     if entry.is_dir(follow_symlinks=False):
                         count += 1
                         pending.append(entry.path)
         except OSError:
             continue
-    return Survey(count, undecodable)
+    return count
 
 
-def _git_dir_targets(target: GitUri) -> list[WatchTarget]:
+def _ref_targets(target: GitUri) -> list[WatchTarget]:
+    """HEAD, packed-refs and the loose refs: what moves when HEAD or a ref does (not the index,
+    lock files or objects, which git rewrites all the time)."""
     repository = target.repository
-    targets = [WatchTarget.dir(repository.git_dir), WatchTarget.tree(repository.common_dir / "refs")]
-    if repository.common_dir != repository.git_dir:
-        targets.append(WatchTarget.dir(repository.common_dir))
-    return targets
-
-
-def _refs_undecodable(common_dir: Path) -> bool:
-    return survey(common_dir / "refs", 100_000).undecodable
+    return [
+        WatchTarget.file(repository.git_dir / "HEAD"),
+        WatchTarget.file(repository.common_dir / "packed-refs"),
+        WatchTarget.tree(repository.common_dir / "refs"),
+    ]
 
 
 class LiveRepositories:
@@ -105,7 +84,6 @@ class LiveRepositories:
         self._listing_print: bytes | None = None
         #: Status URIs of working trees too big to watch.
         self._polled: set[str] = set()
-        self._poll_listing = False
         self._lock = anyio.Lock()
 
     # -- what to watch ---------------------------------------------------------------------------
@@ -113,35 +91,31 @@ class LiveRepositories:
         target = await off_loop(self._service.target, self._service.scope, uri)
         self._prints[uri] = await off_loop(self._fingerprint, target)
         repository = target.repository
-        if target.kind == "status":
-            found = await off_loop(survey, repository.worktree, self._max_dirs)
-            if found.directories > self._max_dirs:
-                logger.info(
-                    "%s has more than %d directories: its status is polled",
-                    repository.worktree,
-                    self._max_dirs,
-                )
-            if found.directories > self._max_dirs or found.undecodable:
-                self._polled.add(uri)
-                return []
-            return [*_git_dir_targets(target), WatchTarget.tree(repository.worktree)]
-        if await off_loop(_refs_undecodable, repository.common_dir):
+        if target.kind != "status":
+            return _ref_targets(target)
+        directories = await off_loop(count_directories, repository.worktree, self._max_dirs)
+        if directories > self._max_dirs:
+            logger.info(
+                "%s has more than %d directories: its status is polled", repository.worktree, self._max_dirs
+            )
             self._polled.add(uri)
             return []
-        return _git_dir_targets(target)
+        # The whole working tree, .git included; and, for linked worktrees whose git directory
+        # is elsewhere, the index, HEAD and refs (they change the status too).
+        return [
+            WatchTarget.tree(repository.worktree),
+            WatchTarget.file(repository.git_dir / "index"),
+            *_ref_targets(target),
+        ]
 
     async def list_targets(self) -> Sequence[WatchTarget]:
         scope = self._service.scope
         repositories = await off_loop(scope.discover)
         watched = [WatchTarget.dir(area.root) for area in scope.areas if not area.repository]
-        self._poll_listing = False
         for repository in repositories:
             common = repository.common_dir
-            if await off_loop(_refs_undecodable, common):
-                self._poll_listing = True  # see the module docstring
-                continue
             watched += [
-                WatchTarget.dir(common),
+                WatchTarget.file(common / "packed-refs"),
                 WatchTarget.tree(common / "refs" / "heads"),
                 WatchTarget.tree(common / "refs" / "tags"),
             ]
@@ -186,12 +160,10 @@ class LiveRepositories:
 
     async def poll(self, uris: frozenset[str]) -> Changes:
         self._polled &= uris
-        if not self._polled and not self._poll_listing:
+        if not self._polled:
             return Changes()
         async with self._lock:
-            updated = await self._changed(sorted(self._polled))
-            listing = self._poll_listing and self._listing_print is not None and await self._listing_changed()
-        return Changes(updated=frozenset(updated), list_changed=listing)
+            return Changes(updated=frozenset(await self._changed(sorted(self._polled))))
 
     async def recheck(self, uris: frozenset[str], listing: bool) -> Changes:
         """After the server changed a repository itself: what its subscribers should hear now

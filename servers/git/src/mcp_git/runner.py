@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 from mcp_batteries.errors import LimitExceeded, UpstreamError
 
@@ -85,8 +86,9 @@ _current: ContextVar[Cancellation | None] = ContextVar("mcp_git_cancellation", d
 async def off_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Run blocking `fn` in a worker thread; if the caller is cancelled, kill its git processes.
 
-    The event loop keeps answering (pings included) while git runs; a cancelled call returns at
-    once and its thread ends as soon as its process is killed.
+    The event loop keeps answering (pings included) while git runs. A cancelled call kills the
+    git process it is waiting for (and any it starts later), then waits for its thread, which
+    ends as soon as its git does: no thread outlives its request.
     """
     token = Cancellation()
 
@@ -97,11 +99,33 @@ async def off_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         finally:
             _current.reset(reset)
 
-    try:
-        return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-    except anyio.get_cancelled_exc_class():
-        token.cancel()
-        raise
+    finished = False
+
+    async def kill_when_cancelled() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            if not finished:
+                token.cancel()
+
+    failure: BaseException | None = None
+    result: T | None = None
+    async with anyio.create_task_group() as group:
+        group.start_soon(kill_when_cancelled)
+        try:
+            with anyio.CancelScope(shield=True):  # the thread is always waited for
+                try:
+                    result = await anyio.to_thread.run_sync(work)
+                except Exception as exc:  # re-raised outside the task group (no ExceptionGroup)
+                    failure = exc
+                finished = True
+        finally:
+            group.cancel_scope.cancel()
+    if token.cancelled:
+        await anyio.lowlevel.checkpoint()  # deliver the caller's cancellation
+    if failure is not None:
+        raise failure
+    return result  # type: ignore[return-value]
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:

@@ -736,10 +736,11 @@ def build_server(settings: GitSettings) -> BatteriesServer:
     server.list_resources_with(list_git_resources)
 
     @server.completion()
-    async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:
+    async def complete(ref: Any, argument: Any, context: Any, session: Any = None) -> Completion | None:
         if isinstance(ref, (ResourceTemplateReference, PromptReference)):
             known = dict(getattr(context, "arguments", None) or {})
-            values = await off_loop(service.complete, argument.name, argument.value, known)
+            current = await roots.effective(session)
+            values = await off_loop(service.complete, current, argument.name, argument.value, known)
             return Completion(values=values, has_more=len(values) >= resources.MAX_COMPLETIONS)
         return None
 

@@ -126,12 +126,12 @@ class GitService:
         target = parse_uri(scope, uri)
         return read(self.git(target.repository), target)
 
-    def complete(self, argument: str, value: str, known: dict[str, str]) -> list[str]:
+    def complete(self, scope: RepositoryScope, argument: str, value: str, known: dict[str, str]) -> list[str]:
         """Completion values for a template variable or prompt argument (repo, revision, path)."""
         if argument == "repo":
-            return [r.key for r in self.scope.discover() if r.key.startswith(value)][:MAX_COMPLETIONS]
+            return [r.key for r in scope.discover() if r.key.startswith(value)][:MAX_COMPLETIONS]
         try:
-            git = self.open(self.scope, known.get("repo"))
+            git = self.open(scope, known.get("repo"))
             if argument in ("revision", "target"):
                 return complete_revisions(git, value)
             if argument == "path":
