@@ -143,6 +143,8 @@ class Policy:
     timeout: float = 60.0
     network_timeout: float = 300.0
     author: Identity | None = None
+    #: --read-only: no git command writes anything, not even the index's stat cache.
+    read_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -233,10 +235,13 @@ class Git:
         argv.extend(args)
         return argv
 
-    def _environment(self, writes: bool, extra: dict[str, str] | None) -> dict[str, str]:
+    def _environment(self, writes: bool, extra: dict[str, str] | None, quiet: bool = False) -> dict[str, str]:
         env = dict(self._env)
-        # A read never takes the index lock (no refresh written): read-only means read-only.
-        env["GIT_OPTIONAL_LOCKS"] = "1" if writes else "0"
+        # Reads may refresh the index's stat cache, as git itself does (the next status is then
+        # cheap), except in read-only mode (nothing under .git is ever written) and for `quiet`
+        # reads (change detection must not itself cause file events).
+        refresh = writes or not (self.policy.read_only or quiet)
+        env["GIT_OPTIONAL_LOCKS"] = "1" if refresh else "0"
         if extra:
             env.update(extra)
         return env
@@ -247,6 +252,7 @@ class Git:
         *,
         input: bytes | None = None,
         writes: bool = False,
+        quiet: bool = False,
         network: bool = False,
         config: Sequence[str] = (),
         env: dict[str, str] | None = None,
@@ -256,7 +262,7 @@ class Git:
         """Run git to completion; raise UpstreamError (git's message) unless it exits in `ok`."""
         argv = self._argv(args, config)
         timeout = self.policy.network_timeout if network else self.policy.timeout
-        process = self._start(argv, self._environment(writes, env), stdin=input is not None)
+        process = self._start(argv, self._environment(writes, env, quiet), stdin=input is not None)
         flag = "--network-timeout" if network else "--timeout"
         result = _communicate(process, input, timeout, f"git {args[0]}", flag)
         if check and result.returncode not in ok:

@@ -45,6 +45,7 @@ class GitService:
             timeout=settings.timeout,
             network_timeout=settings.network_timeout,
             author=parse_author(settings.author) if settings.author else None,
+            read_only=settings.read_only,
         )
         self._gits: dict[Path, Git] = {}
         self._lock = threading.Lock()

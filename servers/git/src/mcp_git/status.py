@@ -152,7 +152,7 @@ def read_status(git: Git, offset: int = 0, limit: int | None = None) -> Status:
 
 def status_fingerprint(git: Git) -> bytes:
     """What the status resource shows, for change detection (the raw porcelain output)."""
-    return git.run(_STATUS_ARGS).stdout + (read_head(git) or "").encode()
+    return git.run(_STATUS_ARGS, quiet=True).stdout + (read_head(git) or "").encode()
 
 
 def read_head(git: Git) -> str | None:
