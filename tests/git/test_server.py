@@ -323,3 +323,24 @@ async def test_a_ping_is_answered_while_a_heavy_call_runs(tmp_path: Path, git_cl
                 await c.send_ping()
             finished.append("ping")
     assert finished == ["ping", "log"]
+
+
+async def test_client_roots_narrow_the_repositories_and_never_widen_them(
+    project: Path, tmp_path: Path, new_repository: Any
+) -> None:
+    from mcp.types import ListRootsResult, Root
+
+    other = new_repository(tmp_path / "work" / "other")
+    outside = new_repository(tmp_path / "outside")
+
+    async def roots(_: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=project.as_uri()), Root(uri=outside.as_uri())])
+
+    async with connect(server_for(project, other), "legacy", list_roots_callback=roots) as c:
+        listed = await c.call_tool("git_list_repositories", {})
+        assert [r["name"] for r in listed.structured_content["repositories"]] == ["project"]
+        refused = await c.call_tool("git_status", {"repo_path": str(other)})
+        assert refused.is_error and "outside" in text(refused)
+        widened = await c.call_tool("git_status", {"repo_path": str(outside)})
+        assert widened.is_error  # a root never adds a repository the operator did not allow
+        assert not (await c.call_tool("git_status", {"repo_path": "project"})).is_error
