@@ -1,28 +1,43 @@
 """Benchmark: mcp-sql (ours) vs the archived reference mcp-server-sqlite, same run, on one SQLite file.
 
     bash bench/anchors.sh                               # once: installs the reference server
-    uv run --all-packages python bench/sql.py           # full run
+    uv run --all-packages python bench/sql.py           # full run: raw JSON-RPC client, then SDK client
     uv run --all-packages python bench/sql.py --quick   # smoke check (10,000-row big table)
+    uv run --all-packages python bench/sql.py --client sdk --before-cmd OLD/.venv/bin/mcp-sql
+                                                        # SDK client only, with an older build beside
 
 Data (`bench/.work/sql/bench-100000.db`, generated once in ~1 s, 16 MB): 199 small tables `t000`..`t198` (5
 columns, 2 indexes, a foreign key to the previous table, 20 rows each) and `big`: 100,000 rows of
 mixed types (integer, real, text, ISO date, boolean, NULLs, small blobs), indexed, with a foreign key.
 
-Servers: "ours" runs with `--max-rows 10000` so a 10,000-row SELECT comes back whole (like for like);
-"ours-500" is ours with its default row limit (500 rows per page). The reference returns every row as
-`str(list_of_dicts)`; it accepts only statements starting with SELECT, hence the slow query's form.
+Servers: "ours" runs with `--max-rows 10000 --max-reply-bytes 16000000` so a 10,000-row SELECT comes
+back whole (like for like); "ours-500" is ours with its default limits (500 rows, 512 KiB per page).
+The reference returns every row as `str(list_of_dicts)`; it accepts only statements starting with
+SELECT, hence the slow query's form.
+
+Two clients (`--client raw|sdk|both`):
+- raw: the harness's own JSON-RPC client (bench/harness.py): server time plus transport.
+- sdk: the official `ClientSession`, as agent frameworks use it, with its output-schema validation
+  on, over a stdio transport with a linear line reader (the SDK's own `stdio_client` re-splits its
+  buffer per chunk, quadratic in a reply's size): what a client really pays for a reply. A second
+  database of 200 tables without ANALYZE statistics measures list_tables when rows must be counted.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import random
 import sqlite3
+import statistics
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: import the harness beside it
 
@@ -34,10 +49,18 @@ from harness import (
     Workload,
     anchor_path,
     arg_parser,
-    run_cli,
+    format_report,
+    options_from,
+    result_to_json,
+    run_suite,
     tool,
     venv_script,
 )
+from sdk_client import sdk_session, timed_call
+
+# Ours returns a 10,000-row SELECT whole, like the reference (whose replies have no size limit):
+# up to 10,000 rows and 16 MB of rows per page instead of the defaults (500 rows, 512 KiB).
+OURS_LIKE_FOR_LIKE = ["--max-rows", "10000", "--max-reply-bytes", "16000000"]
 
 N_TABLES = 200  # including `big`
 SMALL_ROWS = 20
@@ -135,7 +158,7 @@ def build(args: argparse.Namespace) -> Suite:
     db = make_database(BENCH_DIR / ".work" / "sql", big_rows)
     ours = [*args.ours_cmd.split(), f"sqlite:///{db}"]
     servers = [
-        ServerSpec("ours", [*ours, "--max-rows", "10000"], label=f"{args.ours_cmd} --max-rows 10000"),
+        ServerSpec("ours", [*ours, *OURS_LIKE_FOR_LIKE], label=f"{args.ours_cmd} --max-rows 10000"),
         ServerSpec(
             "anchor",
             [anchor_path("sqlite", "bin", "mcp-server-sqlite"), "--db-path", str(db)],
@@ -192,12 +215,182 @@ def build(args: argparse.Namespace) -> Suite:
         workloads=workloads,
         notes=[
             f"data: {db}: {N_TABLES} tables ({N_TABLES - 1} x {SMALL_ROWS} rows + big, {big_rows:,} rows)",
-            "ours sends rows twice (a text table + structuredContent); the reference str(list of dicts)",
+            "ours sends rows twice (compact JSON text + structuredContent); the reference str(list of dicts)",
             "SELECT *: ours returns one page (10,000 / 500 rows, truncated, next_offset), the reference all",
             "bytecode cache: on for every server (harness.server_environment)",
             f"machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}",
         ],
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# Through the SDK client (issue 10): the official client, as agent frameworks use it, with its
+# output-schema validation on, over sdk_client.py's stdio transport whose reader splits lines
+# linearly (the SDK's own `stdio_client` re-splits its buffer per chunk: quadratic in a reply's size).
+# Checked calls (a tool error or a wrong row count stops the run) and one database per workload.
+
+
+@dataclass
+class ClientCall:
+    name: str
+    tool: str
+    arguments: dict[str, Any]
+    anchor: tuple[str, dict[str, Any]] | None = None
+    repeat: int = 20
+    quick_repeat: int = 5
+    check: Callable[[Any], str | None] | None = None
+    database: str = "big"
+    """Which database the servers answer from: "big" (the main data) or "catalog" (no statistics)."""
+
+
+async def run_sdk_calls(
+    servers: dict[str, list[ServerSpec]],
+    calls: list[ClientCall],
+    *,
+    quick: bool,
+    repeat: int | None,
+) -> dict[str, dict[str, list[float]]]:
+    """Each call K times per server, servers alternating per repetition; seconds per call.
+
+    `servers` maps a database ("big", "catalog") to the servers answering from it; all stay up for
+    the whole run, one SDK session each.
+    """
+    import anyio
+
+    names = [s.name for s in next(iter(servers.values()))]
+    times: dict[str, dict[str, list[float]]] = {c.name: {n: [] for n in names} for c in calls}
+    async with AsyncExitStack() as stack:
+        sessions = {
+            (db, s.name): await stack.enter_async_context(sdk_session(s))
+            for db, specs in servers.items()
+            if any(c.database == db for c in calls)
+            for s in specs
+        }
+        for call in calls:
+            k = repeat or (call.quick_repeat if quick else call.repeat)
+            print(f"  sdk: {call.name} x{k}", file=sys.stderr, flush=True)
+            specs = servers[call.database]
+            for rep in range(k + 1):  # the first round warms up and is not recorded
+                for spec in specs if rep % 2 == 0 else specs[::-1]:
+                    tool_name, arguments = (
+                        call.anchor if spec.name == "anchor" and call.anchor else (call.tool, call.arguments)
+                    )
+                    with anyio.fail_after(300):
+                        seconds, result = await timed_call(
+                            sessions[call.database, spec.name], tool_name, arguments
+                        )
+                    if result.is_error:
+                        raise RuntimeError(f"{spec.name} {call.name}: {result.content}")
+                    problem = call.check(result) if call.check else None
+                    if problem:
+                        raise RuntimeError(f"{spec.name} {call.name}: {problem}")
+                    if rep:
+                        times[call.name][spec.name].append(seconds)
+    return times
+
+
+def sdk_report(servers: list[ServerSpec], times: dict[str, dict[str, list[float]]]) -> str:
+    names = [s.name for s in servers]
+    head = ["workload (SDK ClientSession, validation on)", *[f"{n} median" for n in names]]
+    head += [f"{n}/anchor" for n in names if n != "anchor"]
+    rows = []
+    for call, per in times.items():
+        med = {n: statistics.median(v) for n, v in per.items() if v}
+        row = [call, *[f"{med[n] * 1000:.1f} ms" for n in names]]
+        row += [f"{med[n] / med['anchor']:.2f}x" for n in names if n != "anchor"]
+        rows.append(row)
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [head, *rows]]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def sdk_rows(total: int) -> Callable[[Any], str | None]:
+    """The SDK-client check: ours' structured row_count (or a page naming next_offset), the reference's
+    text counted as in `all_or_page`."""
+
+    def check(result: Any) -> str | None:
+        sc = result.structured_content
+        if isinstance(sc, dict):
+            got = sc["row_count"]
+            return None if got == total else f"{got} rows, expected {total}"
+        text = "".join(getattr(c, "text", "") for c in result.content)
+        got = text.count("{'id': ")
+        return None if got == total else f"{got} rows, expected {total}"
+
+    return check
+
+
+def sdk_servers(args: argparse.Namespace, databases: dict[str, Path]) -> dict[str, list[ServerSpec]]:
+    """Per database: ours (like for like), the reference and, with --before-cmd, an older ours."""
+    servers: dict[str, list[ServerSpec]] = {}
+    for key, db in databases.items():
+        specs = [
+            ServerSpec("ours", [*args.ours_cmd.split(), f"sqlite:///{db}", *OURS_LIKE_FOR_LIKE]),
+            ServerSpec("anchor", [anchor_path("sqlite", "bin", "mcp-server-sqlite"), "--db-path", str(db)]),
+        ]
+        if args.before_cmd:
+            # The older build has no byte limit on replies, only the row limit.
+            specs.append(
+                ServerSpec("before", [*args.before_cmd.split(), f"sqlite:///{db}", "--max-rows", "10000"])
+            )
+        servers[key] = specs
+    return servers
+
+
+def make_catalog_database(root: Path) -> Path:
+    """200 small tables and no ANALYZE statistics: list_tables must count their rows itself."""
+    db = root / "catalog-200.db"
+    if db.exists():
+        return db
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = db.with_suffix(".tmp")
+    tmp.unlink(missing_ok=True)
+    con = sqlite3.connect(tmp)
+    with con:
+        for i in range(N_TABLES):
+            con.execute(f"CREATE TABLE c{i:03d} (id INTEGER PRIMARY KEY, name TEXT NOT NULL, amount REAL)")
+            con.executemany(
+                f"INSERT INTO c{i:03d} (name, amount) VALUES (?, ?)",
+                [(f"row {k}", k * 1.5) for k in range(1, SMALL_ROWS + 1)],
+            )
+    con.close()
+    tmp.rename(db)
+    return db
+
+
+def sdk_calls() -> list[ClientCall]:
+    select_10k = "SELECT * FROM big WHERE id <= 10000"
+    return [
+        ClientCall("SELECT 1", "query", {"sql": "SELECT 1"}, ("read_query", {"query": "SELECT 1"}), 100, 20),
+        ClientCall(
+            "SELECT 10,000 rows",
+            "query",
+            {"sql": select_10k},
+            ("read_query", {"query": select_10k}),
+            20,
+            5,
+            sdk_rows(10_000),
+        ),
+        ClientCall("list_tables (200 tables, ANALYZEd)", "list_tables", {}, ("list_tables", {}), 50, 10),
+        ClientCall(
+            "list_tables (200 tables, no statistics)",
+            "list_tables",
+            {},
+            ("list_tables", {}),
+            50,
+            10,
+            database="catalog",
+        ),
+        ClientCall(
+            "describe_table big",
+            "describe_table",
+            {"table": "big"},
+            ("describe_table", {"table_name": "big"}),
+            50,
+            10,
+        ),
+    ]
 
 
 def main() -> None:
@@ -206,7 +399,40 @@ def main() -> None:
         "--ours-cmd", default=venv_script("mcp-sql"), help="command for our server, without the URL"
     )
     parser.add_argument("--slow-n", type=int, default=4_000_000, help="rows the slow recursive CTE counts to")
-    run_cli(build, parser)
+    parser.add_argument(
+        "--client",
+        choices=("raw", "sdk", "both"),
+        default="both",
+        help="raw: the harness's JSON-RPC client; sdk: the SDK ClientSession (linear reader); both",
+    )
+    parser.add_argument(
+        "--before-cmd",
+        help="SDK client only: also run this older build of ours (e.g. bench/.work/before/.venv/bin/mcp-sql)",
+    )
+    args = parser.parse_args()
+    if args.client in ("raw", "both"):
+        suite = build(args)
+        result = asyncio.run(run_suite(suite, options_from(args)))
+        print(format_report(result))
+        if args.json:
+            import json
+
+            args.json.write_text(json.dumps(result_to_json(result), indent=2, default=str))
+    if args.client in ("sdk", "both"):
+        root = BENCH_DIR / ".work" / "sql"
+        databases = {
+            "big": make_database(root, 10_000 if args.quick else 100_000),
+            "catalog": make_catalog_database(root),
+        }
+        servers = sdk_servers(args, databases)
+        calls = [c for c in sdk_calls() if not args.filter or args.filter in c.name]
+        times = asyncio.run(run_sdk_calls(servers, calls, quick=args.quick, repeat=args.repeat))
+        print()
+        print(sdk_report(servers["big"], times))
+        for spec in servers["big"]:
+            print(f"  {spec.name}: {' '.join(spec.argv)}")
+        print(f"  catalog database: {databases['catalog']} (200 tables x {SMALL_ROWS} rows, no ANALYZE)")
+        print(f"  machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}")
 
 
 if __name__ == "__main__":

@@ -4,12 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 from mcp.server import MCPServer, ServerRequestContext
+from mcp.server import _streamable_http_modern as modern
 from mcp.server.connection import Connection
-from mcp.types import EmptyResult, SubscribeRequestParams
+from mcp.server.streamable_http import EventMessage, StreamableHTTPServerTransport
+from mcp.shared.message import SessionMessage
+from mcp.types import (
+    EmptyResult,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    SubscribeRequestParams,
+)
 from mcp_batteries import sdk
 from mcp_batteries.testing import connect
+from pydantic import BaseModel
 
 pytestmark = pytest.mark.anyio
 
@@ -84,6 +95,74 @@ def test_tool_input_schema_can_be_replaced() -> None:
     assert sdk.lowlevel_server(server) is not None
     with pytest.raises(KeyError):
         sdk.set_tool_input_schema(server, "missing", schema)
+
+
+async def test_serve_connection_serves_a_stream_pair_in_either_era() -> None:
+    server: MCPServer[Any] = MCPServer("pin")
+    read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](1)
+    write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](1)
+    init = JSONRPCRequest(
+        jsonrpc="2.0",
+        id=1,
+        method="initialize",
+        params={
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    )
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(sdk.serve_connection, server, read_receive, write_send)
+        await read_send.send(SessionMessage(init))
+        with anyio.fail_after(10):
+            answer = (await write_receive.receive()).message
+        await read_send.aclose()
+    assert isinstance(answer, JSONRPCResponse) and answer.result["serverInfo"]["name"] == "pin"
+
+
+def test_http_write_paths_are_wrapped_once_and_encode_as_before() -> None:
+    sdk.harden_http_writes()
+    wrapped = StreamableHTTPServerTransport._create_event_data
+    sdk.harden_http_writes()
+    assert StreamableHTTPServerTransport._create_event_data is wrapped  # idempotent
+    assert (
+        modern._sse_event.__module__ == "mcp_batteries.sdk"
+        and modern._write.__module__ == "mcp_batteries.sdk"
+    )
+    transport = StreamableHTTPServerTransport(mcp_session_id=None)
+    fine = JSONRPCResponse(jsonrpc="2.0", id=1, result={"text": "caf\u00e9"})
+    event = transport._create_event_data(EventMessage(fine, "7"))
+    assert event == {
+        "event": "message",
+        "data": fine.model_dump_json(by_alias=True, exclude_unset=True),
+        "id": "7",
+    }
+    bad = JSONRPCResponse(jsonrpc="2.0", id=1, result={"text": "bad\udcff"})
+    replaced = transport._create_event_data(EventMessage(bad, "8"))
+    assert '"error"' in replaced["data"] and replaced["id"] == "8"
+    note = JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"data": "\udcff"})
+    assert "comment" in transport._create_event_data(EventMessage(note, "9"))
+    assert modern._sse_event(fine).startswith(b"event: message\r\ndata: {")
+    assert modern._sse_event(note).startswith(b":")
+
+
+def test_a_tools_argument_model_can_be_replaced_by_a_stricter_subclass() -> None:
+    server: MCPServer[Any] = MCPServer("pin")
+
+    @server.tool()
+    def t(x: int) -> str:
+        return str(x)
+
+    assert sdk.has_tool(server, "t") and not sdk.has_tool(server, "missing")
+    model = sdk.tool_argument_model(server, "t")
+    assert set(model.model_fields) == {"x"}
+    with pytest.raises(TypeError):
+        sdk.set_tool_argument_model(server, "t", BaseModel)
+    stricter = type("Stricter", (model,), {})
+    sdk.set_tool_argument_model(server, "t", stricter)
+    assert sdk.tool_argument_model(server, "t") is stricter
+    with pytest.raises(KeyError):
+        sdk.tool_argument_model(server, "missing")
 
 
 class _RecordingStores:

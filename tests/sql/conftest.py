@@ -12,9 +12,10 @@ import asyncio
 import os
 import sqlite3
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -181,3 +182,8 @@ async def sqlite_rw(sqlite_file: Path) -> AsyncIterator[Database]:
         yield db
     finally:
         await db.close()
+
+
+def as_lists(rows: Sequence[Sequence[Any]] | None) -> list[list[Any]] | None:
+    """Rows as lists of lists, as they travel in JSON (the engines may hand out tuples)."""
+    return None if rows is None else [list(row) for row in rows]

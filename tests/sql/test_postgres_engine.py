@@ -9,6 +9,8 @@ import pytest
 from mcp_batteries.errors import InvalidInput, LimitExceeded, NotFound, UpstreamError
 from mcp_sql.database import Database
 
+from .conftest import as_lists
+
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
 SEED_ROWS = [(1, "alice"), (2, "bob"), (3, "carol")]
@@ -54,7 +56,7 @@ async def test_value_is_returned_json_safe(
 ) -> None:
     result = await pg_ro.query(f"SELECT {expression} AS v", None, limit=1)
     assert result.columns[0].type == type_name
-    assert result.rows == [[expected]]
+    assert as_lists(result.rows) == [[expected]]
 
 
 async def test_json_params_are_fitted_to_parameter_types(pg_ro: Database) -> None:
@@ -64,7 +66,7 @@ async def test_json_params_are_fitted_to_parameter_types(pg_ro: Database) -> Non
         ["2024-02-28", "2024-01-01T00:00:00Z", {"k": "v"}, {"$base64": "AQI="}, "41", "1.25", 7],
         limit=1,
     )
-    assert result.rows == [
+    assert as_lists(result.rows) == [
         ["2024-02-29", "2024-01-01T00:00:00+00:00", "v", {"$base64": "AQI="}, 42, "2.50", "7"]
     ]
 
@@ -82,7 +84,7 @@ async def test_unconvertible_param_is_invalid_input(pg_ro: Database) -> None:
 async def test_query_fetches_only_one_page_of_a_large_result(pg_ro: Database) -> None:
     # Ten million rows would take far longer than the timeout to fetch: only limit+1 cross the wire.
     result = await pg_ro.query("SELECT g FROM generate_series(1, 10000000) g", None, limit=5, offset=1000)
-    assert result.rows == [[1001], [1002], [1003], [1004], [1005]]
+    assert as_lists(result.rows) == [[1001], [1002], [1003], [1004], [1005]]
     assert result.truncated and result.next_offset == 1005
 
 
@@ -93,12 +95,12 @@ async def test_limit_is_clamped_to_max_rows(pg_ro: Database) -> None:
 
 async def test_last_page_has_no_next_offset(pg_ro: Database) -> None:
     result = await pg_ro.query("SELECT id FROM t ORDER BY id", None, limit=2, offset=2)
-    assert (result.rows, result.truncated, result.next_offset) == ([[3]], False, None)
+    assert (as_lists(result.rows), result.truncated, result.next_offset) == ([[3]], False, None)
 
 
 async def test_show_and_explain_are_accepted_by_query(pg_ro: Database) -> None:
     show = await pg_ro.query("SHOW search_path", None, limit=5)
-    assert show.rows == [["public"]]
+    assert as_lists(show.rows) == [["public"]]
     explain = await pg_ro.query("EXPLAIN SELECT * FROM t WHERE id = 1", None, limit=20)
     assert "t_pkey" in str(explain.rows)
 
@@ -121,7 +123,7 @@ async def test_pg_sleep_past_timeout_is_cancelled_on_the_server(pg_seeded: Any, 
             "AND pid <> pg_backend_pid()"
         )
         assert running == 0
-        assert (await db.query("SELECT 1", None, limit=1)).rows == [[1]]
+        assert as_lists((await db.query("SELECT 1", None, limit=1)).rows) == [[1]]
     finally:
         await db.close()
 
@@ -148,7 +150,7 @@ async def test_pool_stays_healthy_after_many_errors(pg_ro: Database) -> None:
             await pg_ro.query("SELECT 1/0", None, limit=1)
         with pytest.raises(InvalidInput):
             await pg_ro.query("SELECT $1::int", [], limit=1)
-    assert (await pg_ro.query("SELECT count(*) FROM t", None, limit=1)).rows == [[3]]
+    assert as_lists((await pg_ro.query("SELECT count(*) FROM t", None, limit=1)).rows) == [[3]]
 
 
 async def test_list_schemas_and_tables(pg_ro: Database, pg_admin: Any) -> None:
@@ -266,12 +268,12 @@ async def test_execute_reports_rows_affected_and_returning_rows(pg_rw: Database,
     )
     summary = [(s.command, s.rows_affected) for s in result.statements]
     assert summary == [("INSERT", 2), ("UPDATE", 2), ("DELETE", 1), ("CREATE TABLE", None)]
-    assert result.statements[2].rows == [["eve"]]
+    assert as_lists(result.statements[2].rows) == [["eve"]]
     assert await pg_admin.rows() == [(1, "ALICE"), (2, "BOB"), (3, "carol"), (4, "dave")]
 
 
 async def test_failed_transaction_is_all_or_nothing(pg_rw: Database, pg_admin: Any) -> None:
-    with pytest.raises(UpstreamError, match="statement 3 failed, the transaction was rolled back"):
+    with pytest.raises(UpstreamError, match="statement 3 of 3 failed, so the transaction was rolled back"):
         await pg_rw.execute(
             ["DELETE FROM t WHERE id = 1", "CREATE TABLE gone (a int)", "INSERT INTO t VALUES (2, 'dup')"],
             None,
@@ -282,7 +284,7 @@ async def test_failed_transaction_is_all_or_nothing(pg_rw: Database, pg_admin: A
 
 
 async def test_execute_one_statement_per_entry(pg_rw: Database, pg_admin: Any) -> None:
-    with pytest.raises(InvalidInput, match="one statement"):
+    with pytest.raises(InvalidInput, match="its own list item"):
         await pg_rw.execute(["DELETE FROM t; DROP TABLE t"], None, transaction=False)
     assert await pg_admin.rows() == SEED_ROWS
 

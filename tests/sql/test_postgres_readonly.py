@@ -15,6 +15,8 @@ import pytest
 from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput
 from mcp_sql.database import Database
 
+from .conftest import as_lists
+
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
 SEED_ROWS = [(1, "alice"), (2, "bob"), (3, "carol")]
@@ -128,19 +130,26 @@ async def test_bypass_is_refused_and_nothing_changes(
     assert await pg_admin.value("SELECT last_value FROM s") == 1
     assert await pg_admin.value("SELECT count(*) FROM pg_replication_slots") == 0
     assert await pg_admin.value("SELECT count(*) FROM pg_largeobject_metadata") == 0
-    assert await pg_admin.value("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'") == 0
+    # pg_locks is cluster-wide: count only this test database's locks (others may share the server).
+    assert (
+        await pg_admin.value(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = "
+            "(SELECT oid FROM pg_database WHERE datname = current_database())"
+        )
+        == 0
+    )
     assert await _connections(pg_admin) <= connections_before
     assert not await anyio.Path(OUT).exists()
     # The pool's sessions keep their settings: reads are still in a read-only transaction.
     check = await pg_ro.query("SELECT current_setting('transaction_read_only')", None, limit=1)
-    assert check.rows == [["on"]]
+    assert as_lists(check.rows) == [["on"]]
 
 
 async def test_multi_statement_is_refused_by_postgres_even_without_the_parser(
     pg_ro: Any, pg_admin: Any
 ) -> None:
     """The extended protocol is a wall of its own: asyncpg's prepare refuses two statements."""
-    async with pg_ro._read_tx() as conn:
+    async with pg_ro._pool.read_transaction() as conn:
         with pytest.raises(asyncpg.PostgresSyntaxError, match="multiple commands"):
             await conn.prepare("COMMIT; DROP TABLE t")
     assert await pg_admin.rows() == SEED_ROWS
@@ -165,7 +174,7 @@ async def test_engine_walls_hold_when_the_parser_is_bypassed(pg_ro: Any, pg_admi
     """Run straight inside the read transaction (no guard): the role and READ ONLY still refuse."""
     await pg_admin.exec("CREATE EXTENSION IF NOT EXISTS dblink")
     assert pg_ro.reader_role is not None
-    async with pg_ro._read_tx() as conn:
+    async with pg_ro._pool.read_transaction() as conn:
         with pytest.raises(asyncpg.PostgresError) as info:
             await conn.execute(sql)
     assert info.value.sqlstate in {"42501", "25006", "2F003", "08001", "2F002"}, info.value
@@ -180,7 +189,7 @@ async def test_reads_run_as_the_reader_role_in_a_read_only_transaction(pg_ro: An
         None,
         limit=1,
     )
-    assert result.rows == [[pg_env.reader_role, "on", "5s"]]
+    assert as_lists(result.rows) == [[pg_env.reader_role, "on", "5s"]]
     assert any("reads run as role" in note for note in pg_ro.safety_notes)
 
 

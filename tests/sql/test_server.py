@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -61,9 +62,9 @@ async def test_sqlite_every_tool(sqlite_file: Path, era: Era) -> None:
         assert not page.is_error
         assert page.structured_content["rows"] == [[1, "alice"], [2, "bob"]]
         assert page.structured_content["truncated"] is True and page.structured_content["next_offset"] == 2
-        assert (
-            "alice" in text(page) and "offset=2" in text(page) and "{" not in text(page)
-        )  # a table, not JSON
+        # The text is the structured result as compact JSON (docs/sql.md: "Replies").
+        assert json.loads(text(page)) == page.structured_content
+        assert "offset=2" in page.structured_content["note"]
         rest = await c.call_tool(
             "query", {"sql": "SELECT name FROM t WHERE id > ?", "params": [0], "offset": 2}
         )
@@ -239,3 +240,36 @@ async def test_subscribe_refuses_foreign_uris(sqlite_file: Path, era: Era) -> No
                 else:
                     async with c.listen(resource_subscriptions=[uri]):
                         pass
+
+
+# -- issue 15 #3 / issue 9 #6 / issue 15 #9 through real clients ----------------------------------
+@pytest.mark.parametrize("era", ERAS)
+async def test_stdio_batch_with_commit_is_refused_and_nothing_is_kept(
+    sqlite_file: Path, sqlite_rows: Any, era: Era
+) -> None:
+    params = stdio_params("mcp-batteries-sql", str(sqlite_file), "--allow-write")
+    async with connect(params, era) as c:
+        refused = await c.call_tool(
+            "execute",
+            {"statements": ["INSERT INTO t VALUES (10, 'A')", "commit", "INSERT INTO nope VALUES (1)"]},
+        )
+        assert refused.is_error and "transaction control" in text(refused)
+        lone = await c.call_tool("execute", {"statements": ["commit"]})
+        assert lone.is_error and "transaction control" in text(lone)
+        big = await c.call_tool("query", {"sql": "SELECT ?", "params": [10**30]})
+        assert big.is_error and "64-bit integer range" in text(big)
+        assert (await c.call_tool("query", {"sql": "SELECT 1"})).structured_content["rows"] == [[1]]
+    assert sqlite_rows(sqlite_file) == [(1, "alice"), (2, "bob"), (3, "carol")]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_http_long_value_is_cut_with_a_note(sqlite_file: Path, era: Era) -> None:
+    async with (
+        http_server("mcp-batteries-sql", str(sqlite_file), "--max-value-bytes", "100") as running,
+        connect_http(running.url, era) as c,
+    ):
+        result = await c.call_tool("query", {"sql": "SELECT printf('%.*c', 5000000, 'x') AS v"})
+        assert not result.is_error
+        sc = result.structured_content
+        assert len(sc["rows"][0][0]) == 100 and sc["cut_values"][0]["total"] == 5_000_000
+        assert "substr(v, 101," in sc["note"]

@@ -10,6 +10,8 @@ import pytest
 from mcp_batteries.errors import AccessDenied, ConfigError, InvalidInput, NotFound, UpstreamError
 from mcp_sql.database import Database, open_database
 
+from .conftest import as_lists
+
 pytestmark = pytest.mark.anyio
 
 SEED_ROWS = [(1, "alice"), (2, "bob"), (3, "carol")]
@@ -47,14 +49,14 @@ async def test_query_returns_json_safe_values_and_storage_types(sqlite_ro: Datab
     )
     assert [c.name for c in result.columns] == ["i", "f", "s", "z", "b"]
     assert [c.type for c in result.columns] == ["integer", "real", "text", None, "blob"]
-    assert result.rows == [[1, 2.5, "x", None, {"$base64": "AQI="}]]
+    assert as_lists(result.rows) == [[1, 2.5, "x", None, {"$base64": "AQI="}]]
 
 
 async def test_query_binds_positional_and_named_parameters(sqlite_ro: Database) -> None:
     positional = await sqlite_ro.query("SELECT name FROM t WHERE id = ?", [2], limit=5)
     named = await sqlite_ro.query("SELECT name FROM t WHERE id = :id", {"id": 3}, limit=5)
-    assert positional.rows == [["bob"]]
-    assert named.rows == [["carol"]]
+    assert as_lists(positional.rows) == [["bob"]]
+    assert as_lists(named.rows) == [["carol"]]
 
 
 async def test_wrong_parameter_count_is_invalid_input(sqlite_ro: Database) -> None:
@@ -70,7 +72,10 @@ async def test_sql_error_is_upstream_error_with_sqlite_message(sqlite_ro: Databa
 async def test_list_tables_reports_kind_and_counted_rows(sqlite_rw: Database) -> None:
     await sqlite_rw.execute(["CREATE VIEW v AS SELECT name FROM t"], None, transaction=False)
     tables = await sqlite_rw.list_tables()
-    by_name = {t.name: t for t in tables}
+    assert {t.name: t.row_estimate for t in tables} == {"t": None, "v": None}  # counting is on request
+    counted, note = await sqlite_rw.with_row_counts(tables)
+    by_name = {t.name: t for t in counted}
+    assert note is None
     assert by_name["t"].kind == "table"
     assert (by_name["t"].row_estimate, by_name["t"].row_estimate_kind) == (3, "exact")
     assert by_name["v"].kind == "view" and by_name["v"].row_estimate is None
@@ -187,7 +192,7 @@ async def test_execute_reports_rows_affected_per_statement(
 async def test_failed_statement_rolls_back_the_whole_transaction(
     sqlite_rw: Database, sqlite_file: Path, sqlite_rows: Callable[[Path], list[tuple[object, ...]]]
 ) -> None:
-    with pytest.raises(UpstreamError, match="statement 2 failed, the transaction was rolled back"):
+    with pytest.raises(UpstreamError, match="statement 2 of 2 failed, so the transaction was rolled back"):
         await sqlite_rw.execute(
             ["DELETE FROM t WHERE id = 1", "INSERT INTO t VALUES (2, 'dup')"], None, transaction=True
         )
@@ -205,7 +210,10 @@ async def test_several_statements_without_transaction_are_refused(sqlite_rw: Dat
 async def test_execute_returns_rows_from_returning(sqlite_rw: Database) -> None:
     result = await sqlite_rw.execute(["DELETE FROM t WHERE id > 1 RETURNING name"], None, transaction=False)
     statement = result.statements[0]
-    assert statement.rows == [["bob"], ["carol"]] or statement.rows == [["carol"], ["bob"]]
+    assert as_lists(statement.rows) == [["bob"], ["carol"]] or as_lists(statement.rows) == [
+        ["carol"],
+        ["bob"],
+    ]
 
 
 async def test_write_mode_still_refuses_attach_and_vacuum_into(sqlite_rw: Database, tmp_path: Path) -> None:
@@ -232,7 +240,7 @@ async def test_query_stays_read_only_when_writes_are_allowed(
 async def test_reader_sees_rows_committed_by_execute(sqlite_rw: Database) -> None:
     await sqlite_rw.execute(["INSERT INTO t VALUES (9, 'zed')"], None, transaction=False)
     result = await sqlite_rw.query("SELECT count(*) FROM t", None, limit=5)
-    assert result.rows == [[4]]
+    assert as_lists(result.rows) == [[4]]
 
 
 async def test_missing_file_in_read_only_mode_is_a_config_error(tmp_path: Path) -> None:
@@ -254,7 +262,7 @@ async def test_default_database_is_created_on_first_use(
     try:
         assert db.sqlite_path == tmp_path / "xdg" / "mcp-batteries" / "sql" / "default.db"
         assert db.sqlite_path.exists()
-        assert (await db.query("SELECT 1", None, limit=1)).rows == [[1]]
+        assert as_lists((await db.query("SELECT 1", None, limit=1)).rows) == [[1]]
     finally:
         await db.close()
 
@@ -263,4 +271,4 @@ async def test_bytes_parameter_in_base64_form_round_trips(sqlite_rw: Database) -
     await sqlite_rw.execute(["CREATE TABLE blobs (b BLOB)"], None, transaction=False)
     await sqlite_rw.execute(["INSERT INTO blobs VALUES (?)"], [{"$base64": "AAEC"}], transaction=False)
     result = await sqlite_rw.query("SELECT b, typeof(b) FROM blobs", None, limit=5)
-    assert result.rows == [[{"$base64": "AAEC"}, "blob"]]
+    assert as_lists(result.rows) == [[{"$base64": "AAEC"}, "blob"]]

@@ -10,6 +10,8 @@ import pytest
 from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput, LimitExceeded
 from mcp_sql.database import Database
 
+from .conftest import as_lists
+
 pytestmark = pytest.mark.anyio
 
 SEED_ROWS = [(1, "alice"), (2, "bob"), (3, "carol")]
@@ -92,7 +94,7 @@ async def test_query_only_stays_on_after_attempt_to_switch_it_off(sqlite_ro: Dat
     with pytest.raises(AccessDenied):
         await sqlite_ro.query("PRAGMA query_only=OFF", None, limit=10)
     result = await sqlite_ro.query("PRAGMA query_only", None, limit=10)
-    assert result.rows == [[1]]
+    assert as_lists(result.rows) == [[1]]
 
 
 async def test_endless_recursive_cte_is_stopped_at_the_statement_timeout(sqlite_ro: Database) -> None:
@@ -104,7 +106,7 @@ async def test_endless_recursive_cte_is_stopped_at_the_statement_timeout(sqlite_
         )
     # The connection is usable again straight away.
     result = await sqlite_ro.query("SELECT count(*) FROM t", None, limit=10)
-    assert result.rows == [[3]]
+    assert as_lists(result.rows) == [[3]]
 
 
 async def test_execute_is_disabled_in_read_only_mode(

@@ -10,6 +10,7 @@ and `notify_*` methods that reach every interested client of both protocol eras.
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -20,8 +21,14 @@ import anyio
 from mcp.server import MCPServer, ServerRequestContext
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import (
+    ResourceError,
+    ResourceNotFoundError,
+    ToolError,
+    UnexpectedResourceError,
+)
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INTERNAL_ERROR,
@@ -46,13 +53,18 @@ from mcp.types import (
 )
 from mcp.types import Tool as MCPTool
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+from starlette.applications import Starlette
 
 from mcp_batteries import sdk
 from mcp_batteries.definition import distribution_version
 from mcp_batteries.errors import AccessDenied, BatteriesError, ConfigError, InvalidInput, NotFound
+from mcp_batteries.frames import FrameGuard
 from mcp_batteries.identity import current_caller
+from mcp_batteries.names import scrub
 from mcp_batteries.notify import RESOURCE_LIST, Interest, Notifier
 from mcp_batteries.settings import ServerSettings
+from mcp_batteries.strict import strict_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +82,13 @@ ResourceReader = Callable[[Any, str], Awaitable[tuple[str | bytes, str]]]
 
 
 class _Server(MCPServer[Any]):
-    """`MCPServer` with MCP Batteries' error mapping at its public seams."""
+    """`MCPServer` with MCP Batteries' error mapping at its public seams.
+
+    Tools, resources and prompts fail alike: a `BatteriesError` reaches the client with exactly
+    its message (a tool as an `isError` result; a resource or prompt as JSON-RPC `-32602` for
+    NotFound, InvalidInput and AccessDenied, `-32603` for the others); anything else is logged
+    on stderr with its traceback and answered without internals.
+    """
 
     #: URI prefix -> reader, for resources whose MIME type is only known when read.
     readers: dict[str, ResourceReader]
@@ -98,8 +116,15 @@ class _Server(MCPServer[Any]):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
+            if cause is None and not sdk.has_tool(self, name):
+                # The SDK echoes the whole name back, however long.
+                raise ToolError(f"Unknown tool: {_preview(name, 100)}") from exc
             if isinstance(cause, BatteriesError):
                 raise ToolError(str(cause)) from cause
+            if isinstance(cause, ValidationError):
+                raise ToolError(
+                    f"invalid arguments for {name}: {describe_validation_error(cause)}"
+                ) from cause
             raise
 
     async def read_resource(self, uri: Any, context: Context[Any, Any] | None = None) -> Any:
@@ -109,18 +134,19 @@ class _Server(MCPServer[Any]):
                     session = context.session if context is not None else None
                     try:
                         content, mime_type = await reader(session, str(uri))
+                    except (BatteriesError, MCPError, ResourceError):
+                        raise
                     except Exception as exc:
-                        raise ResourceError(str(exc)) from exc
+                        # Like the SDK's own resources: the message names only the URI, the
+                        # traceback goes to the log.
+                        raise UnexpectedResourceError(f"Error reading resource {uri}") from exc
                     return [ReadResourceContents(content=content, mime_type=mime_type)]
             return await super().read_resource(uri, context)
+        except BatteriesError as exc:
+            raise _resource_error(exc, uri) from exc
         except ResourceError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, NotFound):
-                raise ResourceNotFoundError(str(cause)) from cause
-            if isinstance(cause, (AccessDenied, InvalidInput)):
-                raise MCPError(INVALID_PARAMS, str(cause), data={"uri": str(uri)}) from cause
-            if isinstance(cause, BatteriesError):
-                raise ResourceError(str(cause)) from cause
+            if isinstance(exc.__cause__, BatteriesError):
+                raise _resource_error(exc.__cause__, uri) from exc.__cause__
             raise
 
     async def get_prompt(
@@ -130,7 +156,81 @@ class _Server(MCPServer[Any]):
         try:
             return await super().get_prompt(name, arguments, context)
         except ValueError as exc:
+            domain = _batteries_cause(exc)
+            if domain is not None:
+                code = INVALID_PARAMS if isinstance(domain, _CLIENT_ERRORS) else INTERNAL_ERROR
+                raise MCPError(code, str(domain), data={"prompt": name}) from exc
+            if _crash_cause(exc) is not None:
+                logger.error("prompt %r raised an unexpected exception", name, exc_info=_crash_cause(exc))
+                raise MCPError(
+                    INTERNAL_ERROR, f"Error rendering prompt {name}; the server's log has the details"
+                ) from exc
             raise MCPError(INVALID_PARAMS, str(exc), data={"prompt": name}) from exc
+
+    def streamable_http_app(self, **options: Any) -> Starlette:
+        """The SDK's app, with every POST body checked as a JSON-RPC frame first and every
+        outgoing message encoded safely (see `mcp_batteries.frames`)."""
+        sdk.harden_http_writes()
+        app = super().streamable_http_app(**options)
+        app.add_middleware(
+            FrameGuard,
+            path=options.get("streamable_http_path", "/mcp"),
+            max_body=options.get("max_request_body_size", DEFAULT_MAX_REQUEST_BODY_SIZE),
+        )
+        return app
+
+
+#: Errors of the client's making: JSON-RPC `-32602` when they end a resource read or a prompt.
+_CLIENT_ERRORS = (NotFound, InvalidInput, AccessDenied)
+
+
+def _resource_error(exc: BatteriesError, uri: Any) -> Exception:
+    if isinstance(exc, NotFound):
+        return ResourceNotFoundError(str(exc))
+    if isinstance(exc, _CLIENT_ERRORS):
+        return MCPError(INVALID_PARAMS, str(exc), data={"uri": str(uri)})
+    return ResourceError(str(exc))
+
+
+def _batteries_cause(exc: BaseException) -> BatteriesError | None:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, BatteriesError):
+            return seen
+        seen = seen.__cause__
+    return None
+
+
+def _crash_cause(exc: BaseException) -> BaseException | None:
+    """The original exception under the SDK's "Error rendering prompt" wrapper, if any."""
+    inner = exc.__cause__
+    if isinstance(inner, ValueError) and str(inner).startswith("Error rendering prompt"):
+        return inner.__cause__
+    return None
+
+
+def describe_validation_error(error: ValidationError, *, limit: int = 5) -> str:
+    """`head: Input should be a valid integer (got true); path: Field required` and the like."""
+    parts = []
+    problems = error.errors(include_url=False)
+    for problem in problems[:limit]:
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in problem["loc"]).lstrip(".")
+        text = f"{where or 'arguments'}: {problem['msg']}"
+        if problem["type"] != "missing" and "input" in problem:
+            text += f" (got {_preview(problem['input'])})"
+        parts.append(text)
+    if len(problems) > limit:
+        parts.append(f"and {len(problems) - limit} more")
+    return "; ".join(parts)
+
+
+def _preview(value: Any, limit: int = 60) -> str:
+    try:
+        shown = json.dumps(value, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        shown = repr(value)
+    shown = scrub(shown)
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
 @dataclass(eq=False)
@@ -185,6 +285,8 @@ class BatteriesServer:
         sdk.add_request_handler(
             self.mcp, "subscriptions/listen", SubscriptionsListenRequestParams, self._on_listen
         )
+        # Outermost, so it answers for everything inside, other middleware included.
+        self.mcp.middleware.insert(0, self._answer_every_request)
         self.mcp.middleware.append(self._track_legacy_connections)
         # Stateless HTTP gives legacy clients no channel for unsolicited messages: advertising
         # subscribe or listChanged there would promise notifications that can never arrive.
@@ -243,6 +345,9 @@ class BatteriesServer:
                 ),
                 structured_output=structured_output,
             )
+            # `true` is not an integer and "5" is not a number: see `mcp_batteries.strict`.
+            model = sdk.tool_argument_model(self.mcp, tool_name)
+            sdk.set_tool_argument_model(self.mcp, tool_name, strict_arguments(model))
             return fn
 
         return register
@@ -392,6 +497,46 @@ class BatteriesServer:
         await self.notifier.tools_list_changed()
 
     # -- protocol handlers -------------------------------------------------------------------
+    async def _answer_every_request(self, ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+        """Every request gets an answer that says what happened, and none leaks internals.
+
+        The SDK answers a handshake-era request sent before `initialize` with "Invalid request
+        parameters" and empty data, pydantic errors in protocol params with the same words, and
+        an unexpected exception in a low-level handler with its raw message (code 0).
+        """
+        if ctx.request_id is None:
+            return await call_next(ctx)
+        connection = sdk.connection_of(ctx.session)
+        if (
+            not connection.initialize_accepted
+            and ctx.method not in ("initialize", "ping")
+            and sdk.lowlevel_server(self.mcp).get_request_handler(ctx.method) is not None
+        ):
+            raise MCPError(
+                INVALID_REQUEST,
+                f"{ctx.method} was sent before initialize: a handshake-era client must send "
+                "initialize (then notifications/initialized) first; a 2026-07-28 client sends "
+                "_meta with its protocolVersion on every request instead",
+                data={"method": ctx.method},
+            )
+        try:
+            return await call_next(ctx)
+        except MCPError:
+            raise
+        except ValidationError as exc:
+            raise MCPError(
+                INVALID_PARAMS, f"Invalid params for {ctx.method}: {describe_validation_error(exc)}"
+            ) from exc
+        except BatteriesError as exc:
+            code = INVALID_PARAMS if isinstance(exc, _CLIENT_ERRORS) else INTERNAL_ERROR
+            raise MCPError(code, str(exc)) from exc
+        except Exception as exc:
+            logger.exception("%s raised an unexpected exception", ctx.method)
+            raise MCPError(
+                INTERNAL_ERROR,
+                f"Internal error while handling {ctx.method}; the server's log has the details",
+            ) from exc
+
     async def _track_legacy_connections(self, ctx: ServerRequestContext[Any], call_next: Any) -> Any:
         # Every handshake-era connection with a back-channel hears list_changed, subscribed or not.
         if self.legacy_notifications:

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
 from mcp.types import JSONRPCMessage, jsonrpc_message_adapter
 
+from mcp_batteries.frames import encode_message
+
 __all__ = [
     "DEFAULT_MAX_EVENTS_PER_SESSION",
     "DEFAULT_MAX_SESSION_BYTES",
@@ -90,7 +92,11 @@ class SessionEvents(EventStore):
         event_id = secrets.token_urlsafe(16)
         if self.closed:
             return event_id  # the session is over: nothing will ever replay it
-        payload = None if message is None else message.model_dump_json(by_alias=True, exclude_unset=True)
+        # As the stream will send it: a message that cannot be encoded as JSON is stored as the
+        # error that replaces it, or not at all (a notification), never raised from here, where
+        # it would end the session's message router.
+        encoded = None if message is None else encode_message(message)
+        payload = encoded.decode() if isinstance(encoded, bytes) else None
         size = EVENT_OVERHEAD_BYTES + (0 if payload is None else sys.getsizeof(payload))
         limits = self._stores
         if size > limits.max_session_bytes:

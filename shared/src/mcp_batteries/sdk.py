@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server import MCPServer, NotificationOptions, Server, ServerRequestContext
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import (
@@ -22,9 +23,13 @@ from mcp.server.auth.middleware.bearer_auth import (
 )
 from mcp.server.connection import Connection
 from mcp.server.session import ServerSession
-from mcp.server.streamable_http import EventStore, StreamableHTTPServerTransport
+from mcp.server.streamable_http import EventMessage, EventStore, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS
+from mcp.shared.message import SessionMessage
+from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCResponse, jsonrpc_message_adapter
 from pydantic import BaseModel
+from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from mcp_batteries.events import Owner
@@ -37,10 +42,15 @@ __all__ = [
     "advertise_legacy_list_changed",
     "auth_context_var",
     "connection_of",
+    "harden_http_writes",
+    "has_tool",
     "lowlevel_server",
     "open_sessions",
     "request_owner",
+    "serve_connection",
+    "set_tool_argument_model",
     "set_tool_input_schema",
+    "tool_argument_model",
     "use_session_event_stores",
 ]
 
@@ -117,6 +127,117 @@ def set_tool_input_schema(server: MCPServer[Any], name: str, schema: dict[str, A
     if tool is None:
         raise KeyError(f"no tool named {name!r}")
     tool.parameters = schema
+
+
+async def serve_connection(
+    server: MCPServer[Any],
+    read_stream: MemoryObjectReceiveStream[SessionMessage | Exception],
+    write_stream: MemoryObjectSendStream[SessionMessage],
+) -> None:
+    """Serve one connection (both protocol eras) over a stream pair, as `run_stdio_async` does.
+
+    Our stdio transport frames the bytes itself and hands the SDK only valid messages; the
+    low-level `Server.run` is public, reaching it is not (private: `_lowlevel_server`).
+    """
+    low = lowlevel_server(server)
+    await low.run(read_stream, write_stream, low.create_initialization_options())
+
+
+def harden_http_writes() -> None:
+    """Make every Streamable HTTP write path survive a message that cannot be encoded as JSON.
+
+    The SDK encodes outgoing messages in four places: the handshake era's SSE events
+    (`StreamableHTTPServerTransport._create_event_data`: request streams, the GET stream and
+    replays) and JSON bodies (`_create_json_response`), and the 2026-07-28 entry's `_write`
+    and `_sse_event`. An encoding failure in the first killed the request's stream (the client
+    waited forever) and, repeated, the session; the 2026 entry wrote lone surrogates as `\\ud800`
+    escapes that clients cannot parse. Each is wrapped to encode through
+    `frames.encode_message`: the normal path encodes once, as before; a message that cannot be
+    encoded becomes an error response for its request id, or (a notification) is left out.
+    Process-wide and idempotent.
+    """
+    from mcp.server import _streamable_http_modern as modern
+
+    from mcp_batteries.frames import encode_message
+
+    if getattr(StreamableHTTPServerTransport, "_mcp_batteries_hardened", False):
+        return
+    create_event_data = StreamableHTTPServerTransport._create_event_data
+    create_json_response = StreamableHTTPServerTransport._create_json_response
+
+    def safe_event_data(self: StreamableHTTPServerTransport, event_message: EventMessage) -> dict[str, Any]:
+        try:
+            return create_event_data(self, event_message)  # type: ignore[return-value]
+        except (ValueError, RecursionError):
+            encoded = encode_message(event_message.message)
+            if not isinstance(encoded, bytes):
+                return {"comment": "a message that could not be encoded as JSON was left out"}
+            event: dict[str, Any] = {"event": "message", "data": encoded.decode()}
+            if event_message.event_id:
+                event["id"] = event_message.event_id
+            return event
+
+    def safe_json_response(
+        self: StreamableHTTPServerTransport, response_message: Any, *args: Any, **kwargs: Any
+    ) -> Response:
+        try:
+            return create_json_response(self, response_message, *args, **kwargs)
+        except (ValueError, RecursionError):
+            encoded = encode_message(response_message)
+            replacement = (
+                jsonrpc_message_adapter.validate_json(encoded) if isinstance(encoded, bytes) else None
+            )
+            return create_json_response(self, replacement, *args, **kwargs)
+
+    async def safe_write(
+        msg: JSONRPCResponse | JSONRPCError, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        status = 200
+        if isinstance(msg, JSONRPCError):
+            status = ERROR_CODE_HTTP_STATUS.get(msg.error.code, 200)
+        encoded = encode_message(msg)
+        body = encoded if isinstance(encoded, bytes) else b""
+        await Response(body, status_code=status, media_type="application/json")(scope, receive, send)
+
+    def safe_sse_event(msg: JSONRPCResponse | JSONRPCError | JSONRPCNotification) -> bytes:
+        encoded = encode_message(msg)
+        if not isinstance(encoded, bytes):
+            return b": a message that could not be encoded as JSON was left out\r\n\r\n"
+        return b"event: message\r\ndata: " + encoded + b"\r\n\r\n"
+
+    StreamableHTTPServerTransport._create_event_data = safe_event_data  # type: ignore[assignment,method-assign]
+    StreamableHTTPServerTransport._create_json_response = safe_json_response  # type: ignore[method-assign]
+    modern._write = safe_write
+    modern._sse_event = safe_sse_event
+    StreamableHTTPServerTransport._mcp_batteries_hardened = True  # type: ignore[attr-defined]
+
+
+def has_tool(server: MCPServer[Any], name: str) -> bool:
+    """Whether a tool of that name is registered (private: `_tool_manager`)."""
+    return server._tool_manager.get_tool(name) is not None
+
+
+def tool_argument_model(server: MCPServer[Any], name: str) -> type[BaseModel]:
+    """The pydantic model a registered tool's arguments are validated with (private: `_tool_manager`)."""
+    tool = server._tool_manager.get_tool(name)
+    if tool is None:
+        raise KeyError(f"no tool named {name!r}")
+    return tool.fn_metadata.arg_model
+
+
+def set_tool_argument_model(server: MCPServer[Any], name: str, model: type[BaseModel]) -> None:
+    """Validate a registered tool's arguments with `model` (a subclass of its own argument model).
+
+    `FuncMetadata` reads `arg_model` on every call, and builds the keyword arguments from the
+    validated model's fields, so a subclass with stricter field types takes effect at once.
+    """
+    tool = server._tool_manager.get_tool(name)
+    if tool is None:
+        raise KeyError(f"no tool named {name!r}")
+    original = tool.fn_metadata.arg_model
+    if not issubclass(model, original):
+        raise TypeError(f"{model.__name__} must subclass the tool's argument model {original.__name__}")
+    tool.fn_metadata.arg_model = model
 
 
 class SessionEventStores(Protocol):

@@ -26,6 +26,18 @@ class SqlSettings(ServerSettings):
     )
     statement_timeout: float = Field(30.0, gt=0, description="Seconds before a statement is cancelled.")
     max_rows: int = Field(500, ge=1, description="Most rows one query page (or RETURNING) returns.")
+    max_value_bytes: int = Field(
+        16_384,
+        ge=16,
+        description="Longest text or binary value a reply shows, in bytes; longer ones are cut "
+        "(the reply says where; substr reads the rest).",
+    )
+    max_reply_bytes: int = Field(
+        512 * 1024,
+        ge=1024,
+        description="Most bytes of rows in one query page; a page stops early at this size and names "
+        "the offset to continue from.",
+    )
     schema_poll_interval: float = Field(
         2.0, gt=0, description="PostgreSQL: seconds between schema checks while a client listens for changes."
     )

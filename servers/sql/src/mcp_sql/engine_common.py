@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
-from mcp_batteries.errors import InvalidInput
+from mcp_batteries.errors import BatteriesError, InvalidInput, UpstreamError
 
 from mcp_sql.guard import strip_statement
-from mcp_sql.models import ColumnMeta, QueryResult, SchemaInfo, StatementResult, TableDescription, TableInfo
-from mcp_sql.values import rows_to_json
+from mcp_sql.models import ColumnMeta, SchemaInfo, StatementResult, TableDescription, TableInfo, TablePage
+from mcp_sql.results import ResultLimits, json_safe_rows
 
 EXECUTE_DISABLED = (
     "execute is disabled: the server is read-only; start it with --allow-write to run "
     "INSERT/UPDATE/DELETE/DDL"
 )
-
-_E = TypeVar("_E", bound=Exception)
 
 
 def page_bounds(limit: int, offset: int, max_rows: int) -> tuple[int, int]:
@@ -28,43 +26,67 @@ def page_bounds(limit: int, offset: int, max_rows: int) -> tuple[int, int]:
     return min(limit, max_rows), offset
 
 
-def split_page(rows: Sequence[Any], limit: int) -> tuple[Sequence[Any], bool]:
-    """The page's rows and whether more follow: engines fetch limit+1 rows to find out."""
-    return rows[:limit], len(rows) > limit
-
-
-def page_result(
-    columns: list[ColumnMeta], rows: Sequence[Sequence[Any]], *, offset: int, truncated: bool
-) -> QueryResult:
-    # model_construct: the rows were just made JSON-safe here; re-validating them costs a copy.
-    return QueryResult.model_construct(
-        columns=columns,
-        rows=rows_to_json(rows),
-        row_count=len(rows),
-        offset=offset,
-        truncated=truncated,
-        next_offset=offset + len(rows) if truncated else None,
-    )
-
-
 def with_returned_rows(
-    result: StatementResult, columns: list[ColumnMeta], rows: Sequence[Sequence[Any]], max_rows: int
+    result: StatementResult,
+    columns: list[ColumnMeta],
+    rows: Sequence[Sequence[Any]],
+    limits: ResultLimits,
 ) -> StatementResult:
-    """`result` with the rows its statement returned (RETURNING, ...), capped at max_rows."""
+    """`result` with the rows its statement returned (RETURNING, ...): at most max_rows, values cut."""
+    safe, cuts = json_safe_rows(rows[: limits.max_rows], limits.max_value_bytes)
+    notes = []
+    if len(rows) > limits.max_rows:
+        notes.append(f"{len(rows)} rows returned, the first {limits.max_rows} shown")
+    if cuts:
+        notes.append(
+            f"{len(cuts)} values longer than {limits.max_value_bytes:,} bytes were cut; read them "
+            "with query (substr) after the change"
+        )
     return result.model_copy(
         update={
             "columns": columns,
-            "rows": rows_to_json(rows[:max_rows]),
-            "rows_truncated": len(rows) > max_rows,
+            "rows": safe,
+            "rows_truncated": len(rows) > limits.max_rows,
+            "note": "; ".join(notes) or None,
         }
     )
 
 
-def statement_failed(err: _E, index: int, *, many: bool) -> _E:
-    """The error of statement `index`; in a batch it says which one failed and that all rolled back."""
-    if many:
-        return type(err)(f"statement {index + 1} failed, the transaction was rolled back: {err}")
-    return err
+def batch_failed(err: BatteriesError, index: int, total: int, *, rolled_back: bool) -> BatteriesError:
+    """The error of statement `index` of a batch, saying truly what became of the others."""
+    if rolled_back:
+        if total == 1:
+            return err
+        return type(err)(
+            f"statement {index + 1} of {total} failed, so the transaction was rolled back and none of "
+            f"the {total} statements was kept: {err}"
+        )
+    return type(err)(
+        f"statement {index + 1} of {total} failed and the connection was lost before the transaction "
+        f"ended; the database discards an unfinished transaction, so none of the statements was kept: {err}"
+    )
+
+
+def commit_failed(err: BatteriesError, total: int, *, outcome_known: bool) -> BatteriesError:
+    """The error of the COMMIT that ends a batch."""
+    noun = "the statement" if total == 1 else f"the {total} statements"
+    if outcome_known:
+        return type(err)(
+            f"{noun} ran, but COMMIT failed and the transaction was rolled back, so nothing was kept: {err}"
+        )
+    return type(err)(
+        f"{noun} ran, but the connection was lost while committing: whether the transaction was "
+        f"committed is unknown. Check the data (with query) before you run the statements again: {err}"
+    )
+
+
+def transaction_ended(index: int, total: int) -> BatteriesError:
+    """A statement ended the batch's transaction although the guard refused transaction control."""
+    return UpstreamError(
+        f"statement {index + 1} of {total} ended the batch's transaction, so statements 1 to "
+        f"{index + 1} may already be committed and the rest was not run. Check the data with query: "
+        "execute refuses transaction control, so please report the statement that did this"
+    )
 
 
 def explain_target(sql: str) -> str:
@@ -80,6 +102,8 @@ class Catalog(Protocol):
 
     async def list_schemas(self) -> list[SchemaInfo]: ...
     async def list_tables(self, schema: str | None) -> list[TableInfo]: ...
+    async def with_row_counts(self, tables: list[TableInfo]) -> tuple[list[TableInfo], str | None]: ...
+    async def table_page(self, schema: str | None, offset: int, limit: int) -> TablePage: ...
     async def describe_table(self, table: str, schema: str | None) -> TableDescription: ...
     async def table_fingerprints(self) -> dict[str, str]: ...
     async def schema_fingerprint(self) -> str: ...
@@ -95,6 +119,12 @@ class CatalogMethods:
 
     async def list_tables(self, schema: str | None = None) -> list[TableInfo]:
         return await self._catalog.list_tables(schema)
+
+    async def with_row_counts(self, tables: list[TableInfo]) -> tuple[list[TableInfo], str | None]:
+        return await self._catalog.with_row_counts(tables)
+
+    async def table_page(self, schema: str | None, offset: int, limit: int) -> TablePage:
+        return await self._catalog.table_page(schema, offset, limit)
 
     async def describe_table(self, table: str, schema: str | None = None) -> TableDescription:
         return await self._catalog.describe_table(table, schema)

@@ -15,6 +15,7 @@ tree (all Func nodes, including anonymous ones) and in the raw token stream (nam
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import re
@@ -152,6 +153,10 @@ def _denied_function(name: str) -> AccessDenied:
     )
 
 
+# Both checks are pure functions of the SQL text, and a model pages through a result by sending the
+# same statement again with another offset: statements that passed are remembered (refusals are
+# exceptions, which are not cached).
+@functools.lru_cache(maxsize=256)
 def check_postgres_read(sql: str) -> ReadStatement:
     """Accept one read-only PostgreSQL statement or raise InvalidInput/AccessDenied saying why."""
     text = strip_statement(sql)
@@ -248,6 +253,7 @@ def check_postgres_write(sql: str) -> None:
             )
 
 
+@functools.lru_cache(maxsize=256)
 def sqlite_precheck(sql: str, *, read_only: bool) -> None:
     """Clearer errors before SQLite's authorizer (the actual wall) sees the statement."""
     text = strip_statement(sql)

@@ -11,37 +11,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from urllib.parse import quote, unquote
 
 import anyio
 from mcp_batteries.live import Changes, Hits
 from mcp_batteries.watch import WatchTarget
 
 from mcp_sql.database import Database
+from mcp_sql.uris import parse_uri, schema_uri, table_uri
 
 logger = logging.getLogger(__name__)
-
-SCHEME = "sql://"
-
-
-def schema_uri(database: str) -> str:
-    return f"{SCHEME}{quote(database, safe='')}/schema"
-
-
-def table_uri(database: str, schema: str, table: str) -> str:
-    return f"{SCHEME}{quote(database, safe='')}/table/{quote(schema, safe='')}/{quote(table, safe='')}"
-
-
-def parse_uri(uri: str) -> tuple[str, str | None, str | None] | None:
-    """(database, schema, table) of one of our URIs (schema/table None for the schema URI)."""
-    if not uri.startswith(SCHEME):
-        return None
-    parts = uri[len(SCHEME) :].split("/")
-    if len(parts) == 2 and parts[1] == "schema" and parts[0]:
-        return unquote(parts[0]), None, None
-    if len(parts) == 4 and parts[1] == "table" and all(parts):
-        return unquote(parts[0]), unquote(parts[2]), unquote(parts[3])
-    return None
 
 
 def split_key(key: str) -> tuple[str, str]:

@@ -6,9 +6,9 @@ JSON schema) without a conversion step. Every value inside is already JSON-safe;
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, SkipValidation
+from pydantic import BaseModel, ConfigDict, SkipValidation, WithJsonSchema
 
 TableKind = Literal[
     "table", "partitioned table", "view", "materialized view", "foreign table", "virtual table"
@@ -26,12 +26,36 @@ class ColumnMeta(_Frozen):
     type: str | None
 
 
+# Rows are arrays of cells in column order. Their schema names no item schema on purpose: a client
+# validates structured content against the output schema, and per-row or per-cell schemas cost it
+# time for every cell of every row (issue 10); the columns describe the cells once. Not validated
+# on our side either: the engines build the rows from values.py, and checking them only copies them.
+Rows = Annotated[
+    SkipValidation[list[Any]],
+    WithJsonSchema(
+        {
+            "type": "array",
+            "title": "Rows",
+            "description": "One array per row, its cells in the order of `columns`.",
+        }
+    ),
+]
+
+
+class CutValue(_Frozen):
+    """A value cut to the server's max value size: where it is and how much of it is shown."""
+
+    row: int
+    """Index of the row in `rows` (0 = first row of this page)."""
+    column: str
+    shown: int
+    total: int
+    unit: Literal["characters", "bytes", "characters of its JSON text"]
+
+
 class QueryResult(_Frozen):
     columns: list[ColumnMeta]
-    # Not validated (the JSON schema is unchanged): the engines build the rows from values.py, and
-    # checking up to max_rows x columns cells of Any (which the SDK also does on every structured
-    # result) only copies them.
-    rows: SkipValidation[list[list[Any]]]
+    rows: Rows
     row_count: int
     """Rows in this page (len(rows))."""
     offset: int
@@ -39,6 +63,10 @@ class QueryResult(_Frozen):
     """True when more rows exist after this page."""
     next_offset: int | None
     """Pass as `offset` to fetch the next page; None when this page is the last one."""
+    cut_values: list[CutValue] = []
+    """Values cut to the server's max value size (the first few; `note` counts them all)."""
+    note: str | None = None
+    """What was cut or left out, and how to get it; None when the page is complete."""
 
     def to_json(self) -> dict[str, Any]:
         """The same as model_dump(mode="json") without walking the rows: they are JSON-safe already."""
@@ -53,9 +81,11 @@ class StatementResult(_Frozen):
     rows_affected: int | None
     """Rows inserted/updated/deleted; None for statements that do not report a count (DDL)."""
     columns: list[ColumnMeta] | None = None
-    rows: list[list[Any]] | None = None
-    """Rows produced by RETURNING (capped at max_rows), else None."""
+    rows: Rows | None = None
+    """Rows produced by RETURNING (capped at max_rows, values cut to the max value size), else None."""
     rows_truncated: bool = False
+    note: str | None = None
+    """What was cut from the RETURNING rows, if anything."""
 
 
 class ExecuteResult(_Frozen):
@@ -79,6 +109,22 @@ class TableInfo(_Frozen):
     row_estimate_kind: Literal["statistics", "exact", "at_least"] | None
     """statistics: planner/ANALYZE estimate; exact: counted; at_least: counting stopped at a cap."""
     comment: str | None = None
+
+    def counted(self, rows: int, kind: Literal["exact", "at_least"]) -> TableInfo:
+        """This table with a row count."""
+        return TableInfo(
+            schema_name=self.schema_name, name=self.name, kind=self.kind, row_estimate=rows,
+            row_estimate_kind=kind, comment=self.comment,
+        )  # fmt: skip
+
+
+class TablePage(_Frozen):
+    """One page of list_tables: its tables (with row counts where they could be had) and the total."""
+
+    tables: list[TableInfo]
+    total: int
+    note: str | None = None
+    """Why some row counts are missing, if any are."""
 
 
 class ColumnInfo(_Frozen):

@@ -34,9 +34,32 @@ def describe_pg_error(exc: asyncpg.PostgresError, sql: str | None) -> str:
     return "\n".join(lines)
 
 
+CONNECTION_CLOSED = (
+    "the database connection was closed by the server during the call ({reason}); the statement did "
+    "not complete. Retry the call: the next call uses a new connection"
+)
+# SQLSTATEs of a session the server ended: admin_shutdown (pg_terminate_backend), crash_shutdown,
+# cannot_connect_now; class 08 is connection_exception.
+_SESSION_ENDED = {"57P01", "57P02", "57P03"}
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether `exc` means the connection is gone (terminated backend, server restart, network)."""
+    if isinstance(exc, asyncpg.PostgresError):
+        state = str(getattr(exc, "sqlstate", "") or "")
+        return state in _SESSION_ENDED or state.startswith("08")
+    if isinstance(exc, asyncpg.InterfaceError):
+        text = str(exc)
+        return "connection is closed" in text or "released back to the pool" in text
+    return isinstance(exc, ConnectionError)
+
+
 def map_pg_error(
     exc: BaseException, sql: str | None, *, timeout_s: float, reader_role: str | None = None
 ) -> BatteriesError:
+    if connection_lost(exc):
+        message = str(getattr(exc, "message", "") or exc) or type(exc).__name__
+        return UpstreamError(CONNECTION_CLOSED.format(reason=message))
     if isinstance(exc, asyncpg.QueryCanceledError):
         return LimitExceeded(
             f"the statement ran longer than the {timeout_s:g} s statement timeout and was cancelled on "
@@ -56,6 +79,23 @@ def map_pg_error(
             return AccessDenied(
                 f"{text}\nThe query tool runs every statement in a READ ONLY transaction; writes need "
                 "execute on a server started with --allow-write"
+            )
+        if exc.sqlstate == "2D000":  # invalid_transaction_termination
+            return InvalidInput(
+                f"{text}\nA procedure or DO block tried to COMMIT or ROLLBACK inside the batch's "
+                "transaction: execute runs a batch as one transaction that its statements cannot end "
+                "(call it alone with transaction=false if it manages its own transactions)"
+            )
+        if exc.sqlstate == "25001":  # active_sql_transaction: VACUUM, CREATE DATABASE, ...
+            return InvalidInput(
+                f"{text}\nThis statement cannot run inside a transaction: call execute with it alone "
+                "and transaction=false"
+            )
+        if exc.sqlstate == "22021":  # character_not_in_repertoire: bytes that are not UTF-8
+            return UpstreamError(
+                f"{text}\nA text value is not valid UTF-8 (the database stores raw bytes, as a "
+                "SQL_ASCII database does). Select it as col::bytea for its exact bytes, or decode it "
+                "with convert_from(col::bytea, 'LATIN1') (or its real encoding)"
             )
         if exc.sqlstate == "42501":  # insufficient_privilege
             who = f" as the read-only role {reader_role}" if reader_role else ""

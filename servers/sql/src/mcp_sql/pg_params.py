@@ -17,6 +17,8 @@ from mcp_batteries.errors import InvalidInput
 
 from mcp_sql.params import decode_param
 
+_INT_BITS = {"int2": 16, "int4": 32, "int8": 64, "oid": 33}
+
 
 def _to_int(v: Any) -> Any:
     if isinstance(v, str):
@@ -24,6 +26,18 @@ def _to_int(v: Any) -> Any:
     if isinstance(v, float) and v.is_integer():
         return int(v)
     return v
+
+
+def _check_int_range(value: Any, type_name: str, position: int) -> None:
+    bits = _INT_BITS.get(type_name)
+    if bits is None or type(value) is not int:
+        return
+    low, high = (0, 2**32 - 1) if type_name == "oid" else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    if not low <= value <= high:
+        raise InvalidInput(
+            f"parameter ${position} is {value}, outside the range of {type_name} ({low} to {high}); "
+            "cast the placeholder to numeric ($1::numeric) for larger integers"
+        )
 
 
 def _to_float(v: Any) -> Any:
@@ -121,5 +135,6 @@ def coerce_params(types: Sequence[Any], values: Sequence[Any]) -> list[Any]:
                 raise InvalidInput(
                     f"parameter ${i + 1} expects {name}; {value!r} does not convert: {exc}"
                 ) from exc
+            _check_int_range(value, name or "", i + 1)
         out.append(value)
     return out

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 
 import asyncpg
-from mcp_batteries.errors import NotFound
+from mcp_batteries.errors import BatteriesError, NotFound
 
 from mcp_sql import render
 from mcp_sql.models import (
@@ -23,7 +23,11 @@ from mcp_sql.models import (
     TableDescription,
     TableInfo,
     TableKind,
+    TablePage,
 )
+
+#: Unanalyzed tables are counted up to this many rows in a listing.
+COUNT_CAP = 100_000
 
 # Runs one catalog query with its positional arguments in a read transaction.
 Fetch = Callable[..., Awaitable[list[asyncpg.Record]]]
@@ -105,6 +109,42 @@ class PostgresCatalog:
                 )
             )
         return tables
+
+    async def table_page(self, schema: str | None, offset: int, limit: int) -> TablePage:
+        """A page of `list_tables`, with counts for the tables that have no statistics yet."""
+        tables = await self.list_tables(schema)
+        page, note = await self.with_row_counts(tables[offset : offset + limit])
+        return TablePage(tables=page, total=len(tables), note=note)
+
+    async def with_row_counts(self, tables: list[TableInfo]) -> tuple[list[TableInfo], str | None]:
+        """`tables` with counted rows (up to a cap) where the planner has no estimate yet.
+
+        reltuples is -1 until a table is first analyzed or vacuumed; those tables are counted in
+        one statement, each up to COUNT_CAP rows, so a large unanalyzed table cannot stall the list.
+        """
+        wanted = [t for t in tables if t.kind == "table" and t.row_estimate is None]
+        if not wanted:
+            return tables, None
+        sql = " UNION ALL ".join(
+            f"SELECT {i}, (SELECT count(*) FROM (SELECT 1 FROM {render.quote_ident(t.schema_name)}."
+            f"{render.quote_ident(t.name)} LIMIT {COUNT_CAP + 1}) s)"
+            for i, t in enumerate(wanted)
+        )
+        try:
+            rows = await self._fetch(sql)
+        except BatteriesError as exc:
+            return tables, f"row counts of {len(wanted)} tables without statistics left out: {exc}"
+        counts = {(wanted[int(i)].schema_name, wanted[int(i)].name): int(n) for i, n in rows}
+        out = []
+        for t in tables:
+            count = counts.get((t.schema_name, t.name))
+            if count is None:
+                out.append(t)
+            else:
+                out.append(
+                    t.counted(COUNT_CAP, "at_least") if count > COUNT_CAP else t.counted(count, "exact")
+                )
+        return out, None
 
     async def _resolve(self, table: str, schema: str | None) -> asyncpg.Record:
         base = (

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from mcp_batteries.names import quote_name
+
 from mcp_sql.models import ExecuteResult, QueryResult, SchemaInfo, TableInfo
-from mcp_sql.render import text_table
+from mcp_sql.render import safe_text, text_table
 
 
 def schemas_text(database: str, schemas: list[SchemaInfo]) -> str:
@@ -17,23 +19,42 @@ def schemas_text(database: str, schemas: list[SchemaInfo]) -> str:
         ]
         detail = ", ".join(e for e in extra if e)
         lines.append(
-            f"- {s.name}" + (f" ({detail})" if detail else "") + (f" -- {s.comment}" if s.comment else "")
+            f"- {quote_name(s.name)}"
+            + (f" ({detail})" if detail else "")
+            + (f" -- {safe_text(s.comment, one_line=True)}" if s.comment else "")
         )
     return "\n".join(lines)
 
 
-def tables_text(database: str, tables: list[TableInfo]) -> str:
+def tables_text(
+    database: str,
+    tables: list[TableInfo],
+    *,
+    offset: int = 0,
+    total: int | None = None,
+    next_offset: int | None = None,
+    note: str | None = None,
+) -> str:
+    """A page of tables: `schema.name (kind, N rows)`; `~N` is an estimate from statistics, `N`
+    counted exactly, `>=N` counting stopped at a cap."""
+    total = len(tables) if total is None else total
     if not tables:
-        return f"No tables or views in {database!r}."
-    lines = [f"Tables and views in {database!r} (schema.name, kind, rows):"]
+        return f"No tables or views in {database!r}" + (f" after offset {offset}." if offset else ".")
+    shown = f"{offset + 1}-{offset + len(tables)} of {total}" if total > len(tables) else f"{total}"
+    lines = [f"Tables and views in {database!r} ({shown}; schema.name, kind, rows; ~ = estimate):"]
     for t in tables:
         rows = ""
         if t.row_estimate is not None:
             prefix = {"statistics": "~", "at_least": ">="}.get(t.row_estimate_kind or "", "")
             rows = f", {prefix}{t.row_estimate} rows"
         lines.append(
-            f"- {t.schema_name}.{t.name} ({t.kind}{rows})" + (f" -- {t.comment}" if t.comment else "")
+            f"- {quote_name(t.schema_name)}.{quote_name(t.name)} ({t.kind}{rows})"
+            + (f" -- {safe_text(t.comment, one_line=True)}" if t.comment else "")
         )
+    if note:
+        lines.append(f"({note})")
+    if next_offset is not None:
+        lines.append(f"({total - next_offset} more: call list_tables again with offset={next_offset})")
     return "\n".join(lines)
 
 
@@ -48,6 +69,8 @@ def execute_text(result: ExecuteResult) -> str:
                 truncated=s.rows_truncated, next_offset=None,
             )  # fmt: skip
             lines.append(text_table(page))
+        if s.note:
+            lines.append(f"({s.note})")
     if result.transaction:
         lines.append("Transaction committed." if result.committed else "Transaction rolled back.")
     return "\n".join(lines)

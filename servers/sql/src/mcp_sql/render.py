@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
+
+from mcp_batteries.names import quote_name
 
 from mcp_sql.models import QueryResult, TableDescription
 
@@ -100,14 +103,43 @@ def _footer(result: QueryResult) -> str:
     return f"({result.row_count} {noun})"
 
 
+# Characters that would hide or fake text on a reader's screen: C0/C1 controls (except newline and
+# tab in multi-line text), zero-width and bidirectional controls, and lone surrogates (bytes that
+# were not UTF-8, which also cannot be serialized).
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff\ud800-\udfff]"
+)
+_UNSAFE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff\ud800-\udfff]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xD800 <= code <= 0xDFFF:
+        return "\ufffd"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe_text(text: str, *, one_line: bool = False) -> str:
+    """Free text from a database (DDL, comments, plans) made safe to show and to serialize.
+
+    Control and invisible characters become visible escapes (\\x1b, \\u202e); newlines and tabs
+    stay unless `one_line`; lone surrogates become U+FFFD. A display form, not a reversible one: the
+    exact text is what `query` returns (JSON escapes it faithfully).
+    """
+    return (_UNSAFE_LINE if one_line else _UNSAFE).sub(_visible, text)
+
+
 def quote_ident(name: str) -> str:
+    """An identifier quoted for SQL ("a""b")."""
     return '"' + name.replace('"', '""') + '"'
 
 
 def _ident(name: str) -> str:
-    # Quote only when needed so the rendering reads like hand-written DDL.
-    plain = name.isidentifier() and name == name.lower() and name.isascii()
-    return name if plain else quote_ident(name)
+    # Quote only when needed so the rendering reads like hand-written DDL; a name with control or
+    # invisible characters is shown in the quoted form of mcp_batteries.names (docs/sql.md).
+    if name.isidentifier() and name == name.lower() and name.isascii():
+        return name
+    return quote_ident(name) if name.isprintable() else quote_name(name)
 
 
 def table_ddl(desc: TableDescription, *, dialect: str) -> str:

@@ -5,7 +5,8 @@ anything runs, whatever the SQL text looks like. Read policy: reading tables, ca
 (except the denied ones) and an allow-list of reading pragmas; everything else is refused (writes,
 DDL, ATTACH/DETACH — which VACUUM INTO also needs —, transactions, writing pragmas). Write policy:
 everything except what escapes the database file (ATTACH/DETACH, load_extension, fts3_tokenizer,
-writable_schema and temp_store_directory).
+writable_schema and temp_store_directory) and transaction control (the server owns each batch's
+transaction).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Literal
+
+from mcp_sql.batch_guard import BATCH_IS_ONE_TRANSACTION
 
 # Pragmas that only report; with an argument only where the argument names what to report on.
 READ_PRAGMAS: frozenset[str] = frozenset(
@@ -108,6 +111,9 @@ class Authorizer:
         if action == sqlite3.SQLITE_PRAGMA:
             return self._check_pragma((arg1 or "").lower(), arg2)
         if self.mode == "write":
+            if action in (sqlite3.SQLITE_TRANSACTION, sqlite3.SQLITE_SAVEPOINT):
+                # The server begins and ends each batch's transaction (batch_guard.py).
+                return f"transaction control is refused: {BATCH_IS_ONE_TRANSACTION}"
             return None
         if action in (
             sqlite3.SQLITE_SELECT,

@@ -1,7 +1,7 @@
 """SQLite catalog introspection: tables, table descriptions, row estimates and schema fingerprints.
 
 Fixed queries on sqlite_master and the table-valued pragmas; table names are bound as parameters,
-except in the row count of `_estimate`, which quotes a name read from sqlite_master. Every query runs
+except in the row counts, which quote names read from sqlite_master. Every query runs
 through the engine's `fetch` (SQLiteDatabase._meta): on the read-only connection, as the server's own
 statement (the authorizer's internal mode), under the statement timeout.
 """
@@ -11,10 +11,11 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import sqlglot
-from mcp_batteries.errors import BatteriesError, NotFound
+from mcp_batteries.errors import BatteriesError, LimitExceeded, NotFound
 from sqlglot import exp
 
 from mcp_sql import render
@@ -27,16 +28,32 @@ from mcp_sql.models import (
     TableDescription,
     TableInfo,
     TableKind,
+    TablePage,
 )
 
-COUNT_CAP = 100_000
+#: Seconds the row counts of one listing or description may take before they are left out.
+COUNT_DEADLINE_S = 2.0
+# SQLite allows 500 terms in one compound SELECT.
+_COUNTS_PER_STATEMENT = 400
 _STAT1_PRESENT = "SELECT 1 FROM sqlite_master WHERE type='table' AND name='sqlite_stat1'"
 
 
 class Fetch(Protocol):
-    """Runs one catalog query with its parameters and returns all its rows."""
+    """Runs one catalog query with its parameters (and a shorter deadline) and returns all its rows."""
 
-    async def __call__(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+    async def __call__(
+        self, sql: str, params: Sequence[Any] = (), timeout_s: float | None = None
+    ) -> list[Any]: ...
+
+
+@dataclass
+class _PageMemo:
+    """The counting statement of one listing page, and that page as last counted."""
+
+    sql: str
+    wanted: list[str]
+    counts: tuple[int, ...] = ()
+    counted: list[TableInfo] | None = None
 
 
 class SQLiteCatalog:
@@ -44,6 +61,8 @@ class SQLiteCatalog:
 
     def __init__(self, fetch: Fetch) -> None:
         self._fetch = fetch
+        self._listing: tuple[int, list[TableInfo]] | None = None
+        self._page_memo: dict[tuple[int, str, int], _PageMemo] = {}
 
     async def list_schemas(self) -> list[SchemaInfo]:
         rows = await self._fetch(
@@ -57,31 +76,111 @@ class SQLiteCatalog:
             raise NotFound(f"schema {schema!r} does not exist: a SQLite database has one schema, 'main'")
 
     async def list_tables(self, schema: str | None = None) -> list[TableInfo]:
+        """Every table and view; row counts only where ANALYZE recorded them (see `with_row_counts`)."""
         self._check_schema(schema)
         rows = await self._fetch(
-            "SELECT name, type, sql FROM sqlite_master WHERE type IN ('table','view') "
-            "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
+            "SELECT name, type, sql, (SELECT schema_version FROM pragma_schema_version) "
+            "FROM sqlite_master WHERE type IN ('table','view') ORDER BY name"
         )
-        stats = await self._stat1()
+        has_stat1 = any(row[0] == "sqlite_stat1" for row in rows)
+        stats = await self._stat1() if has_stat1 else {}
         tables = []
-        for name, kind, sql in rows:
-            estimate, estimate_kind = await self._estimate(name, _kind(kind, sql), stats)
+        for name, kind, sql, _ in rows:
+            if str(name).startswith("sqlite_"):
+                continue
+            estimate = stats.get(name)
             tables.append(
                 TableInfo(
                     schema_name="main",
                     name=name,
                     kind=_kind(kind, sql),
                     row_estimate=estimate,
-                    row_estimate_kind=estimate_kind,
+                    row_estimate_kind="statistics" if estimate is not None else None,
                     comment=None,
                 )
             )
+        # Remembered with the schema version it was read at (ANALYZE changes that version too).
+        self._listing = (int(rows[0][3]), tables) if rows else None
         return tables
+
+    async def table_page(self, schema: str | None, offset: int, limit: int) -> TablePage:
+        """A page of `list_tables` with row counts; in one statement while the schema is unchanged.
+
+        The statement that counts the page's rows also reads the schema version: when it matches the
+        version the remembered listing was read at, that listing is current and one round trip
+        answers the call. Otherwise (or when a table is gone) the listing is read again.
+        """
+        self._check_schema(schema)
+        if self._listing is not None:
+            version, tables = self._listing
+            page = tables[offset : offset + limit]
+            counted = await self._count_at_version(page, version)
+            if counted is not None:
+                return TablePage(tables=counted[0], total=len(tables), note=counted[1])
+        tables = await self.list_tables(schema)
+        page, note = await self.with_row_counts(tables[offset : offset + limit])
+        return TablePage(tables=page, total=len(tables), note=note)
+
+    async def _count_at_version(
+        self, page: list[TableInfo], version: int
+    ) -> tuple[list[TableInfo], str | None] | None:
+        # The statement of a page is the same while the schema is: built once, and the counted page
+        # is kept while its counts do not change (a listing called again builds nothing new).
+        key = (version, page[0].name if page else "", len(page))
+        memo = self._page_memo.get(key)
+        if memo is None:
+            wanted = [t.name for t in page if t.kind == "table" and t.row_estimate is None]
+            if len(wanted) >= _COUNTS_PER_STATEMENT:
+                return None
+            sql = "SELECT -1, schema_version FROM pragma_schema_version" + "".join(
+                f" UNION ALL SELECT {i}, count(*) FROM {render.quote_ident(name)}"
+                for i, name in enumerate(wanted)
+            )
+            memo = _PageMemo(sql, wanted)
+            self._page_memo = {key: memo}  # one page remembered: the last one asked for
+        try:
+            rows = await self._fetch(memo.sql, (), COUNT_DEADLINE_S)
+        except BatteriesError:
+            return None  # a table is gone, or counting is slow: the full path says what happened
+        found = {int(i): int(n) for i, n in rows}
+        if found.pop(-1, None) != version:
+            return None
+        counts = tuple(found.get(i, 0) for i in range(len(memo.wanted)))
+        if memo.counted is None or memo.counts != counts:
+            by_name = dict(zip(memo.wanted, counts, strict=True))
+            memo.counts = counts
+            memo.counted = [t.counted(by_name[t.name], "exact") if t.name in by_name else t for t in page]
+        return memo.counted, None
+
+    async def with_row_counts(self, tables: list[TableInfo]) -> tuple[list[TableInfo], str | None]:
+        """`tables` with exact row counts where no statistics give one, and a note when counting stopped.
+
+        One statement counts them all (count(*) of a whole table walks its b-tree without reading the
+        rows), under a short deadline: a database with huge tables answers without counts, saying so.
+        """
+        wanted = [t.name for t in tables if t.kind == "table" and t.row_estimate is None]
+        counts: dict[str, int] = {}
+        note = None
+        try:
+            for start in range(0, len(wanted), _COUNTS_PER_STATEMENT):
+                batch = wanted[start : start + _COUNTS_PER_STATEMENT]
+                sql = " UNION ALL ".join(
+                    f"SELECT {i}, count(*) FROM {render.quote_ident(name)}" for i, name in enumerate(batch)
+                )
+                for i, count in await self._fetch(sql, (), COUNT_DEADLINE_S):
+                    counts[batch[int(i)]] = int(count)
+        except LimitExceeded:
+            note = (
+                f"row counts of {len(wanted) - len(counts)} tables left out: counting them took longer "
+                f"than {COUNT_DEADLINE_S:g} s (run ANALYZE to get estimates)"
+            )
+        except BatteriesError as exc:
+            note = f"row counts of {len(wanted) - len(counts)} tables left out: {exc}"
+        return [t.counted(counts[t.name], "exact") if t.name in counts else t for t in tables], note
 
     async def _stat1(self, table: str | None = None) -> dict[str, int]:
         """Row counts that ANALYZE recorded, of every table or only of `table`."""
-        present = await self._fetch(_STAT1_PRESENT)
-        if not present:
+        if table is not None and not await self._fetch(_STAT1_PRESENT):
             return {}
         if table is None:
             rows = await self._fetch("SELECT tbl, stat FROM sqlite_stat1")
@@ -102,13 +201,10 @@ class SQLiteCatalog:
         if kind != "table":
             return None, None  # counting a view runs its whole query
         try:
-            rows = await self._fetch(
-                f"SELECT count(*) FROM (SELECT 1 FROM {render.quote_ident(name)} LIMIT {COUNT_CAP + 1})"
-            )
+            rows = await self._fetch(f"SELECT count(*) FROM {render.quote_ident(name)}", (), COUNT_DEADLINE_S)
         except BatteriesError:
             return None, None
-        count = int(rows[0][0])
-        return (COUNT_CAP, "at_least") if count > COUNT_CAP else (count, "exact")
+        return int(rows[0][0]), "exact"
 
     async def describe_table(self, table: str, schema: str | None = None) -> TableDescription:
         self._check_schema(schema)

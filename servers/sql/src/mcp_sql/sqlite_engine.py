@@ -29,14 +29,15 @@ import anyio
 from mcp_batteries.errors import AccessDenied, BatteriesError, ConfigError, InvalidInput
 
 from mcp_sql import render
+from mcp_sql.batch_guard import check_batch
 from mcp_sql.engine_common import (
     EXECUTE_DISABLED,
     CatalogMethods,
+    batch_failed,
+    commit_failed,
     explain_target,
     page_bounds,
-    page_result,
-    split_page,
-    statement_failed,
+    transaction_ended,
     with_returned_rows,
 )
 from mcp_sql.guard import sqlite_precheck, strip_statement
@@ -47,13 +48,25 @@ from mcp_sql.models import (
     StatementResult,
 )
 from mcp_sql.params import json_text_param, split_statement_params
+from mcp_sql.results import Page, PageBuilder, ResultLimits, next_chunk_size
 from mcp_sql.sqlite_auth import Authorizer
 from mcp_sql.sqlite_catalog import SQLiteCatalog
-from mcp_sql.sqlite_errors import map_sqlite_error
+from mcp_sql.sqlite_errors import map_sqlite_error, not_utf8
 from mcp_sql.values import sqlite_type_name
 
-_SKIP_CHUNK = 1000
 _PROGRESS_STEPS = 1000
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _text_with_replacement(data: bytes) -> str:
+    # TEXT that is not UTF-8: shown with U+FFFD for each bad byte (docs/sql.md, "Text that is not
+    # UTF-8"); CAST(x AS BLOB) reads the exact bytes.
+    return data.decode("utf-8", "replace")
+
+
+def _name_bytes(data: bytes) -> str:
+    # Catalog names keep their exact bytes (surrogateescape) so that quote_name can show them.
+    return data.decode("utf-8", "surrogateescape")
 
 
 class _Conn:
@@ -75,9 +88,9 @@ class _Conn:
         return 0
 
     @asynccontextmanager
-    async def statement(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def statement(self, timeout_s: float | None = None) -> AsyncIterator[aiosqlite.Connection]:
         async with self.lock:
-            self.deadline = time.monotonic() + self.timeout_s
+            self.deadline = time.monotonic() + min(timeout_s or self.timeout_s, self.timeout_s)
             self.timed_out = False
             self.auth.last_denial = None
             try:
@@ -100,13 +113,20 @@ class SQLiteDatabase(CatalogMethods):
     dialect: Literal["sqlite"] = "sqlite"
 
     def __init__(
-        self, name: str, path: Path, reader: _Conn, writer: _Conn | None, *, allow_write: bool, max_rows: int
+        self,
+        name: str,
+        path: Path,
+        reader: _Conn,
+        writer: _Conn | None,
+        *,
+        allow_write: bool,
+        limits: ResultLimits,
     ) -> None:
         self.name = name
         self.sqlite_path: Path | None = path
         self.url_redacted = f"sqlite:///{path}"
         self.allow_write = allow_write
-        self.max_rows = max_rows
+        self.limits = limits
         self._reader = reader
         self._writer = writer
         self._catalog = SQLiteCatalog(self._meta)
@@ -119,9 +139,13 @@ class SQLiteDatabase(CatalogMethods):
                 "SQLite writes allowed; ATTACH/DETACH/VACUUM INTO/load_extension still refused"
             )
 
+    @property
+    def max_rows(self) -> int:
+        return self.limits.max_rows
+
     @classmethod
     async def open(
-        cls, name: str, path: Path, *, allow_write: bool, statement_timeout_s: float, max_rows: int
+        cls, name: str, path: Path, *, allow_write: bool, statement_timeout_s: float, limits: ResultLimits
     ) -> SQLiteDatabase:
         if not await anyio.Path(path).exists():
             if not allow_write:
@@ -138,12 +162,21 @@ class SQLiteDatabase(CatalogMethods):
                 # Opened first so that "rwc" can create the file before the read-only handle opens it.
                 writer = await _connect(f"file:{uri_path}?mode=rwc", "write", statement_timeout_s)
             reader = await _connect(f"file:{uri_path}?mode=ro", "read", statement_timeout_s)
+            # SQLite opens any file lazily; reading the schema now refuses a file that is not a
+            # database at start-up instead of at the first call.
+            async with reader.internal() as conn:
+                await conn.execute_fetchall("SELECT count(*) FROM sqlite_master")
         except sqlite3.Error as exc:
             for c in (writer, reader):
                 if c is not None:
                     await c.conn.close()
+            if "not a database" in str(exc) or "encrypted" in str(exc):
+                raise ConfigError(
+                    f"{path} is not a SQLite database ({exc}); give a SQLite database file or a "
+                    "postgresql:// URL"
+                ) from exc
             raise ConfigError(f"cannot open SQLite database {path}: {exc}") from exc
-        return cls(name, path, reader, writer, allow_write=allow_write, max_rows=max_rows)
+        return cls(name, path, reader, writer, allow_write=allow_write, limits=limits)
 
     async def close(self) -> None:
         for c in (self._reader, self._writer):
@@ -155,33 +188,52 @@ class SQLiteDatabase(CatalogMethods):
     async def query(
         self, sql: str, params: list[Any] | dict[str, Any] | None = None, *, limit: int, offset: int = 0
     ) -> QueryResult:
-        limit, offset = page_bounds(limit, offset, self.max_rows)
+        return (await self.query_page(sql, params, limit=limit, offset=offset)).result
+
+    async def query_page(
+        self, sql: str, params: list[Any] | dict[str, Any] | None = None, *, limit: int, offset: int = 0
+    ) -> Page:
+        limit, offset = page_bounds(limit, offset, self.limits.max_rows)
         sqlite_precheck(sql, read_only=True)
         bound = _bind(params)
         c = self._reader
         async with c.statement() as conn:
             try:
-                cursor = await conn.execute(strip_statement(sql), bound)
                 try:
-                    skipped = 0
-                    # Skipped rows are stepped through in chunks and dropped: memory stays bounded.
-                    while skipped < offset:
-                        chunk = list(await cursor.fetchmany(min(_SKIP_CHUNK, offset - skipped)))
-                        if not chunk:
-                            break
-                        skipped += len(chunk)
-                    rows = list(await cursor.fetchmany(limit + 1))
-                    description = cursor.description or ()
+                    return await self._page(conn, strip_statement(sql), bound, limit, offset)
+                except sqlite3.OperationalError as exc:
+                    if not not_utf8(exc):
+                        raise
+                # Some TEXT is not UTF-8: read it again, decoding with replacement characters (only
+                # then: a Python text factory costs a call per text value).
+                conn.text_factory = _text_with_replacement
+                try:
+                    return await self._page(conn, strip_statement(sql), bound, limit, offset)
                 finally:
-                    await cursor.close()
+                    conn.text_factory = str
             except sqlite3.Error as exc:
                 raise _map_error(exc, c) from exc
-        page, truncated = split_page(rows, limit)
-        columns = []
-        for i, d in enumerate(description):
-            sample = next((r[i] for r in page if r[i] is not None), None)
-            columns.append(ColumnMeta(name=d[0], type=sqlite_type_name(sample)))
-        return page_result(columns, page, offset=offset, truncated=truncated)
+
+    async def _page(self, conn: aiosqlite.Connection, sql: str, bound: Any, limit: int, offset: int) -> Page:
+        cursor = await conn.execute(sql, bound)
+        try:
+            await _skip(cursor, offset)
+            description = cursor.description or ()
+            page = PageBuilder(
+                [d[0] for d in description],
+                [None] * len(description),
+                limit=limit,
+                offset=offset,
+                limits=self.limits,
+                infer_type=sqlite_type_name,
+            )
+            while not page.done:
+                wanted = page.wanted()
+                chunk = list(await cursor.fetchmany(wanted))
+                page.add(chunk, exhausted=len(chunk) < wanted)
+        finally:
+            await cursor.close()
+        return page.finish()
 
     async def execute(
         self, statements: list[str], params: list[Any] | dict[str, Any] | None = None, *, transaction: bool
@@ -189,44 +241,68 @@ class SQLiteDatabase(CatalogMethods):
         if not self.allow_write or self._writer is None:
             raise AccessDenied(EXECUTE_DISABLED)
         per_statement = split_statement_params(statements, params, transaction=transaction)
+        check_batch(statements, "sqlite", transaction=transaction)
         for sql in statements:
             sqlite_precheck(sql, read_only=False)
+        bound = [_bind(p) for p in per_statement]
         c = self._writer
+        total = len(statements)
         results: list[StatementResult] = []
         async with c.lock:
-            if transaction:
+            if not transaction:
+                try:
+                    results.append(await self._run_write(c, 0, statements[0], bound[0]))
+                except sqlite3.Error as exc:
+                    raise _map_error(exc, c) from exc
+                return ExecuteResult(statements=results, transaction=False, committed=True)
+            try:
                 async with c.internal() as conn:
                     await conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise _map_error(exc, c) from exc
+            index = 0
             try:
-                for index, (sql, p) in enumerate(zip(statements, per_statement, strict=True)):
-                    results.append(await self._run_write(c, index, sql, p, many=len(statements) > 1))
-                if transaction:
-                    async with c.internal() as conn:
-                        await conn.execute("COMMIT")
+                for index, sql in enumerate(statements):
+                    results.append(await self._run_write(c, index, sql, bound[index]))
+                    if not c.conn.in_transaction:
+                        raise transaction_ended(index, total)
+            except sqlite3.Error as exc:
+                await self._rollback(c)
+                raise batch_failed(_map_error(exc, c), index, total, rolled_back=True) from exc
             except BaseException:
-                if transaction:
-                    with anyio.CancelScope(shield=True):
-                        async with c.internal() as conn:
-                            if conn.in_transaction:
-                                await conn.execute("ROLLBACK")
+                await self._rollback(c)
                 raise
-        return ExecuteResult(statements=results, transaction=transaction, committed=True)
+            try:
+                async with c.internal() as conn:
+                    await conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                # e.g. a deferred foreign key that does not hold: the transaction is still open.
+                await self._rollback(c)
+                raise commit_failed(_map_error(exc, c), total, outcome_known=True) from exc
+        return ExecuteResult(statements=results, transaction=True, committed=True)
 
-    async def _run_write(self, c: _Conn, index: int, sql: str, params: Any, *, many: bool) -> StatementResult:
+    async def _rollback(self, c: _Conn) -> None:
+        with anyio.CancelScope(shield=True):
+            async with c.internal() as conn:
+                # SQLite ends the transaction itself after some errors (disk full, I/O); either way
+                # nothing of the batch is kept.
+                if conn.in_transaction:
+                    await conn.execute("ROLLBACK")
+
+    async def _run_write(self, c: _Conn, index: int, sql: str, bound: Any) -> StatementResult:
         text = strip_statement(sql)
         c.deadline = time.monotonic() + c.timeout_s
         c.timed_out = False
         c.auth.last_denial = None
         try:
-            cursor = await c.conn.execute(text, _bind(params))
+            cursor = await c.conn.execute(text, bound)
             try:
-                rows = list(await cursor.fetchmany(self.max_rows + 1)) if cursor.description else None
+                wanted = self.limits.max_rows + 1
+                rows = list(await cursor.fetchmany(wanted)) if cursor.description else None
                 description = cursor.description
                 rowcount = cursor.rowcount
             finally:
                 await cursor.close()
-        except sqlite3.Error as exc:
-            raise statement_failed(_map_error(exc, c), index, many=many) from exc
         finally:
             c.deadline = float("inf")
         command = _command_tag(text)
@@ -236,7 +312,7 @@ class SQLiteDatabase(CatalogMethods):
         result = StatementResult(index=index, command=command, rows_affected=affected)
         if rows is not None and description:
             columns = [ColumnMeta(name=d[0], type=None) for d in description]
-            result = with_returned_rows(result, columns, rows, self.max_rows)
+            result = with_returned_rows(result, columns, rows, self.limits)
         return result
 
     async def explain(self, sql: str, *, analyze: bool = False) -> str:
@@ -263,12 +339,21 @@ class SQLiteDatabase(CatalogMethods):
 
     # -- catalog (queries in sqlite_catalog.py) ---------------------------------------------------
 
-    async def _meta(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    async def _meta(self, sql: str, params: Sequence[Any] = (), timeout_s: float | None = None) -> list[Any]:
         c = self._reader
-        async with c.statement() as conn, c.internal():
+        async with c.statement(timeout_s) as conn, c.internal():
             try:
-                # One trip to aiosqlite's thread (execute + fetchall + close), not three.
-                return list(await conn.execute_fetchall(sql, tuple(params)))
+                try:
+                    # One trip to aiosqlite's thread (execute + fetchall + close), not three.
+                    return list(await conn.execute_fetchall(sql, tuple(params)))
+                except sqlite3.OperationalError as exc:
+                    if not not_utf8(exc):
+                        raise
+                conn.text_factory = _name_bytes
+                try:
+                    return list(await conn.execute_fetchall(sql, tuple(params)))
+                finally:
+                    conn.text_factory = str
             except sqlite3.Error as exc:
                 raise _map_error(exc, c) from exc
 
@@ -281,6 +366,8 @@ async def _connect(uri: str, mode: Literal["read", "write"], timeout_s: float) -
             await conn.execute("PRAGMA query_only = ON")
         else:
             await conn.execute("PRAGMA foreign_keys = ON")
+            # RETURNING rows are few (max_rows): decode TEXT that is not UTF-8 with U+FFFD always.
+            conn.text_factory = _text_with_replacement
         auth = Authorizer(mode=mode)
         wrapped = _Conn(conn, auth, timeout_s)
         await conn.set_authorizer(auth)
@@ -291,14 +378,35 @@ async def _connect(uri: str, mode: Literal["read", "write"], timeout_s: float) -
         raise
 
 
+async def _skip(cursor: aiosqlite.Cursor, offset: int) -> None:
+    """Step over the first `offset` rows in chunks sized by the rows seen: memory stays bounded."""
+    skipped = 0
+    chunk = 1
+    while skipped < offset:
+        rows = list(await cursor.fetchmany(min(chunk, offset - skipped)))
+        if not rows:
+            return
+        skipped += len(rows)
+        chunk = next_chunk_size(rows)
+
+
 def _bind(params: Any) -> Sequence[Any] | dict[str, Any]:
     if params is None:
         return ()
     if isinstance(params, dict):
-        return {k: json_text_param(v) for k, v in params.items()}
+        return {k: _param(v, f":{k}") for k, v in params.items()}
     if isinstance(params, list | tuple):
-        return tuple(json_text_param(v) for v in params)
+        return tuple(_param(v, f"{i + 1}") for i, v in enumerate(params))
     raise InvalidInput("params must be a list (for ? placeholders) or an object (for :name placeholders)")
+
+
+def _param(value: Any, which: str) -> Any:
+    if type(value) is int and not _INT64[0] <= value <= _INT64[1]:
+        raise InvalidInput(
+            f"parameter {which} is {value}, outside SQLite's 64-bit integer range "
+            f"({_INT64[0]} to {_INT64[1]}); pass a larger number as a string (text) or a float"
+        )
+    return json_text_param(value)
 
 
 def _command_tag(sql: str) -> str:

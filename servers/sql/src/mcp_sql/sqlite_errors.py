@@ -9,6 +9,11 @@ from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput, Lim
 from mcp_sql.engine_common import EXECUTE_DISABLED
 
 
+def not_utf8(exc: sqlite3.Error) -> bool:
+    """Whether sqlite3 failed to decode a TEXT value (or name) as UTF-8."""
+    return "could not decode to utf-8" in str(exc).lower()
+
+
 def map_sqlite_error(
     exc: sqlite3.Error, *, timed_out: bool, timeout_s: float, last_denial: str | None
 ) -> BatteriesError:

@@ -43,10 +43,10 @@ def default_database_path() -> Path:
     return Path(base) / "mcp-batteries" / "sql" / "default.db"
 
 
-def ensure_sqlite_file(path: Path) -> None:
-    """Create an empty SQLite database (and its directory) if it does not exist yet."""
+def ensure_sqlite_file(path: Path) -> bool:
+    """Create an empty SQLite database (and its directory) if it does not exist yet; True if created."""
     if path.exists():
-        return
+        return False
     path.parent.mkdir(parents=True, exist_ok=True)
     # sqlite3.connect creates the file; a zero-length file is already a valid empty database,
     # but writing the header makes the file recognisable to other tools straight away.
@@ -56,6 +56,32 @@ def ensure_sqlite_file(path: Path) -> None:
         conn.execute("VACUUM")
     finally:
         conn.close()
+    return True
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_sqlite_file(path: Path) -> None:
+    """Refuse an existing file that is not a SQLite database (an empty file is an empty database).
+
+    Checked when the server is built, before it serves anything: SQLite itself would open any file
+    and fail only at the first statement.
+    """
+    try:
+        with path.open("rb") as file:
+            head = file.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a directory, not a SQLite database file") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if head and head != SQLITE_HEADER:
+        raise ConfigError(
+            f"{path} is not a SQLite database (it does not start with the SQLite header); give a "
+            "SQLite database file or a postgresql:// URL"
+        )
 
 
 def parse_url(url: str) -> ParsedURL:

@@ -4,7 +4,8 @@ The mapping (the same for both engines where the type exists):
     NULL                       -> None
     integers, booleans, text   -> int, bool, str
     float / double             -> float; NaN and ±Infinity -> the strings "NaN", "Infinity", "-Infinity"
-    numeric / decimal          -> str, always (keeps every digit; JSON numbers would lose precision)
+    numeric / decimal          -> str, always, in positional notation (keeps every digit; JSON numbers
+                                  would lose precision)
     timestamp(tz), date, time  -> ISO 8601 str (timestamptz carries its offset, e.g. +00:00)
     interval                   -> ISO 8601 duration str, e.g. "P1Y2M3DT04:05:06" (the session runs
                                   with IntervalStyle=iso_8601 so months are never approximated)
@@ -46,6 +47,11 @@ def _float(value: float) -> float | str:
     return value
 
 
+def _decimal(value: Decimal) -> str:
+    # Positional notation: "1000000000000000000000000000000", not "1.00E+30".
+    return format(value, "f")
+
+
 def _isoformat(value: dt.date | dt.time) -> str:
     return value.isoformat()
 
@@ -58,7 +64,7 @@ def _bytes(value: bytes | bytearray | memoryview) -> dict[str, str]:
 # checks per cell. Anything not listed (subclasses, asyncpg's own types) falls back to _convert_other.
 _BY_TYPE: dict[type, Callable[[Any], Any]] = {
     float: _float,
-    Decimal: str,
+    Decimal: _decimal,
     dt.datetime: _isoformat,
     dt.date: _isoformat,
     dt.time: _isoformat,
@@ -113,7 +119,7 @@ def _convert_other(value: Any) -> Any:
     if isinstance(value, float):
         return _float(value)
     if isinstance(value, Decimal):
-        return str(value)
+        return _decimal(value)
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, dt.timedelta):
