@@ -16,6 +16,7 @@ harness and returns the median seconds per call and server.
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -82,6 +83,10 @@ async def linear_stdio(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
             if process.returncode is None:
                 process.kill()
             await process.aclose()
+            # anyio closes the pipes but not asyncio's subprocess transport; collect it while the
+            # loop still runs, or its finaliser complains at exit ("Event loop is closed").
+            del process
+            gc.collect()
 
 
 @asynccontextmanager
