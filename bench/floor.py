@@ -81,37 +81,49 @@ async def http_client(name: str) -> AsyncIterator[Client]:
         process.wait(10)
 
 
+#: A real cheap call of a real server, beside the two floors: mcp-batteries-filesystem get_file_info.
+FILESYSTEM_CALL = ("get_file_info", {"path": str(HERE)})
+
+
+def call_of(name: str) -> tuple[str, dict[str, str]]:
+    return FILESYSTEM_CALL if name == "filesystem" else ("hello", {})
+
+
 async def per_call(clients: dict[str, Client], calls: int) -> dict[str, float]:
     times: dict[str, list[float]] = {name: [] for name in clients}
     names = list(clients)
     for name in names:
         for _ in range(20):  # warm-up
-            await clients[name].call_tool("hello", {})
+            await clients[name].call_tool(*call_of(name))
     for i in range(calls):
         for name in names if i % 2 == 0 else reversed(names):
             started = time.perf_counter()
-            await clients[name].call_tool("hello", {})
+            await clients[name].call_tool(*call_of(name))
             times[name].append(time.perf_counter() - started)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
 async def measure(transport: str, calls: int) -> dict[str, float]:
+    names = [*SERVERS, "filesystem"] if transport == "stdio" else list(SERVERS)
     async with anyio.create_task_group() as tg:
         clients: dict[str, Client] = {}
         ready, done = anyio.Event(), anyio.Event()
 
         async def hold(name: str) -> None:
-            if transport == "stdio":
+            if name == "filesystem":
+                script = str(Path(PYTHON).parent / "mcp-batteries-filesystem")
+                context = sdk_session(ServerSpec(name, [script, str(HERE)]))
+            elif transport == "stdio":
                 context = sdk_session(ServerSpec(name, [PYTHON, str(SERVERS[name])]))
             else:
                 context = http_client(name)
             async with context as client:
                 clients[name] = client
-                if len(clients) == len(SERVERS):
+                if len(clients) == len(names):
                     ready.set()
                 await done.wait()
 
-        for name in SERVERS:
+        for name in names:
             tg.start_soon(hold, name)
         await ready.wait()
         result = await per_call(clients, calls)
@@ -146,6 +158,10 @@ def main() -> None:
             medians = await measure(transport, args.calls)
             ours, bare = medians["runtime"], medians["bare"]
             print(f"| {transport} | {ours * 1000:.3f} ms | {bare * 1000:.3f} ms | {ours / bare:.2f}x |")
+            if "filesystem" in medians:
+                fs = medians["filesystem"]
+                row = f"{fs * 1000:.3f} ms | {bare * 1000:.3f} ms | {fs / bare:.2f}x"
+                print(f"| {transport}: filesystem get_file_info | {row} |")
 
     anyio.run(both)
     if args.profile:

@@ -16,6 +16,7 @@ harness and returns the median seconds per call and server.
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -82,6 +83,10 @@ async def linear_stdio(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
             if process.returncode is None:
                 process.kill()
             await process.aclose()
+            # anyio closes the pipes but not asyncio's subprocess transport; collect it while the
+            # loop still runs, or its finaliser complains at exit ("Event loop is closed").
+            del process
+            gc.collect()
 
 
 @asynccontextmanager
@@ -111,6 +116,11 @@ class SdkCall:
     only: tuple[str, ...] = ()
     #: Per-server arguments (a reference server with other argument names).
     per_server: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Per-server tool names (a reference server whose tool has another name).
+    tools: dict[str, str] = field(default_factory=dict)
+
+    def for_server(self, name: str) -> tuple[str, dict[str, Any]]:
+        return self.tools.get(name, self.tool), self.per_server.get(name, self.arguments)
 
 
 async def measure_sdk(specs: Sequence[ServerSpec], calls: Sequence[SdkCall]) -> dict[str, dict[str, float]]:
@@ -136,13 +146,11 @@ async def measure_sdk(specs: Sequence[ServerSpec], calls: Sequence[SdkCall]) -> 
             names = [s.name for s in specs if not call.only or s.name in call.only]
             times: dict[str, list[float]] = {n: [] for n in names}
             for name in names:  # one warm-up call each
-                await sessions[name].call_tool(call.tool, call.per_server.get(name, call.arguments))
+                await sessions[name].call_tool(*call.for_server(name))
             for i in range(call.repeat):
                 order = names if i % 2 == 0 else list(reversed(names))
                 for name in order:
-                    seconds, result = await timed_call(
-                        sessions[name], call.tool, call.per_server.get(name, call.arguments)
-                    )
+                    seconds, result = await timed_call(sessions[name], *call.for_server(name))
                     if not getattr(result, "is_error", False):
                         times[name].append(seconds)
             medians[call.name] = {n: statistics.median(t) for n, t in times.items() if t}

@@ -145,7 +145,7 @@ async def test_unclean_names_are_quoted_and_accepted_back(evil_db: Path, era: Er
         assert not described.is_error, text(described)
         ddl = text(described)
         assert "\x1b" not in ddl and "\u202e" not in ddl and "\\x1b" in ddl
-        page = await c.call_tool("query", {"sql": "SELECT * FROM sqlite_master"})
+        page = await c.call_tool("query", {"sql": "SELECT * FROM sqlite_master", "structured": True})
         assert not page.is_error
         assert json.loads(text(page)) == page.structured_content  # the exact names, JSON-escaped
         resources = (await c.list_resources()).resources

@@ -197,17 +197,16 @@ async def test_postgres_page_stops_at_the_byte_limit(pg_seeded: Any, pg_admin: P
 
 # -- through a client -----------------------------------------------------------------------------
 @pytest.mark.parametrize("era", ERAS)
-async def test_output_schema_rows_have_no_per_row_schema(sqlite_file: Path, era: Era) -> None:
+async def test_rows_travel_once_and_structured_content_only_on_request(sqlite_file: Path, era: Era) -> None:
     server = build_server(SqlSettings(databases=[str(sqlite_file)], max_value_bytes=64))
     async with connect(server.mcp, era) as c:
-        tools = {t.name: t for t in (await c.list_tools()).tools}
-        rows_schema = tools["query"].output_schema["properties"]["rows"]
-        assert rows_schema["type"] == "array" and "items" not in rows_schema
-        result = await c.call_tool("query", {"sql": "SELECT printf('%.*c', 1000, 'q') AS long"})
-        assert not result.is_error
-        sc = result.structured_content
-        assert sc["cut_values"][0]["total"] == 1000 and "substr(long, 65," in sc["note"]
-        assert json.loads(result.content[0].text) == sc
+        sql = "SELECT printf('%.*c', 1000, 'q') AS long"
+        result = await c.call_tool("query", {"sql": sql})
+        assert not result.is_error and result.structured_content is None and len(result.content) == 1
+        page = json.loads(result.content[0].text)
+        assert page["cut_values"][0]["total"] == 1000 and "substr(long, 65," in page["note"]
+        both = await c.call_tool("query", {"sql": sql, "structured": True})
+        assert both.structured_content == page
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,11 @@ def text(result: Any) -> str:
     return "\n".join(getattr(c, "text", "") for c in result.content)
 
 
+def page_of(result: Any) -> Any:
+    """A query page: its text is one JSON object (docs/sql.md: "Replies of query")."""
+    return json.loads(text(result))
+
+
 def sqlite_server(path: Path, **settings: Any) -> Any:
     return build_server(SqlSettings(databases=[str(path)], **settings))
 
@@ -54,23 +59,23 @@ async def test_sqlite_every_tool(sqlite_file: Path, era: Era) -> None:
     async with connect(server.mcp, era) as c:
         tools = {t.name: t for t in (await c.list_tools()).tools}
         assert set(tools) == ALL_TOOLS
-        assert tools["query"].output_schema is not None
+        assert tools["query"].output_schema is None  # rows travel once: as JSON text by default
         assert tools["query"].annotations.read_only_hint is True
         assert tools["execute"].annotations.destructive_hint is True
 
         page = await c.call_tool("query", {"sql": "SELECT id, name FROM t ORDER BY id", "limit": 2})
-        assert not page.is_error
-        assert page.structured_content["rows"] == [[1, "alice"], [2, "bob"]]
-        assert page.structured_content["truncated"] is True and page.structured_content["next_offset"] == 2
-        # The text is the structured result as compact JSON (docs/sql.md: "Replies").
-        assert json.loads(text(page)) == page.structured_content
-        assert "offset=2" in page.structured_content["note"]
+        assert not page.is_error and page.structured_content is None
+        assert page_of(page)["rows"] == [[1, "alice"], [2, "bob"]]
+        assert page_of(page)["truncated"] is True and page_of(page)["next_offset"] == 2
+        assert "offset=2" in page_of(page)["note"]
+        both = await c.call_tool(
+            "query", {"sql": "SELECT id, name FROM t ORDER BY id", "limit": 2, "structured": True}
+        )
+        assert both.structured_content == page_of(page)  # on request, the same object for programs
         rest = await c.call_tool(
             "query", {"sql": "SELECT name FROM t WHERE id > ?", "params": [0], "offset": 2}
         )
-        assert (
-            rest.structured_content["rows"] == [["carol"]] and rest.structured_content["next_offset"] is None
-        )
+        assert page_of(rest)["rows"] == [["carol"]] and page_of(rest)["next_offset"] is None
 
         done = await c.call_tool(
             "execute",
@@ -140,7 +145,7 @@ async def test_postgres_query_and_describe(pg_seeded: Any, era: Era) -> None:
             "query", {"sql": "SELECT id, name FROM t WHERE id >= $1 ORDER BY id", "params": [2]}
         )
         assert not page.is_error, text(page)
-        assert page.structured_content["rows"] == [[2, "bob"], [3, "carol"]]
+        assert page_of(page)["rows"] == [[2, "bob"], [3, "carol"]]
         ddl = text(await c.call_tool("describe_table", {"table": "t", "schema": "public"}))
         assert "CREATE TABLE public.t" in ddl and "PRIMARY KEY" in ddl
         refused = await c.call_tool("query", {"sql": "DELETE FROM t"})
@@ -152,7 +157,7 @@ async def test_postgres_query_and_describe(pg_seeded: Any, era: Era) -> None:
 async def test_stdio(sqlite_file: Path, era: Era) -> None:
     async with connect(stdio_params("mcp-batteries-sql", f"sqlite:///{sqlite_file}"), era) as c:
         result = await c.call_tool("query", {"sql": "SELECT count(*) AS n FROM t"})
-        assert result.structured_content["rows"] == [[3]]
+        assert page_of(result)["rows"] == [[3]]
         assert "execute" not in {t.name for t in (await c.list_tools()).tools}
 
 
@@ -163,7 +168,7 @@ async def test_http(sqlite_file: Path, era: Era) -> None:
         connect_http(running.url, era) as c,
     ):
         result = await c.call_tool("query", {"sql": "SELECT name FROM t WHERE id = ?", "params": [1]})
-        assert result.structured_content["rows"] == [["alice"]]
+        assert page_of(result)["rows"] == [["alice"]]
 
 
 # -- live schema ----------------------------------------------------------------------------
@@ -258,7 +263,7 @@ async def test_stdio_batch_with_commit_is_refused_and_nothing_is_kept(
         assert lone.is_error and "transaction control" in text(lone)
         big = await c.call_tool("query", {"sql": "SELECT ?", "params": [10**30]})
         assert big.is_error and "64-bit integer range" in text(big)
-        assert (await c.call_tool("query", {"sql": "SELECT 1"})).structured_content["rows"] == [[1]]
+        assert page_of(await c.call_tool("query", {"sql": "SELECT 1"}))["rows"] == [[1]]
     assert sqlite_rows(sqlite_file) == [(1, "alice"), (2, "bob"), (3, "carol")]
 
 
@@ -270,6 +275,6 @@ async def test_http_long_value_is_cut_with_a_note(sqlite_file: Path, era: Era) -
     ):
         result = await c.call_tool("query", {"sql": "SELECT printf('%.*c', 5000000, 'x') AS v"})
         assert not result.is_error
-        sc = result.structured_content
+        sc = page_of(result)
         assert len(sc["rows"][0][0]) == 100 and sc["cut_values"][0]["total"] == 5_000_000
         assert "substr(v, 101," in sc["note"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,20 @@ def _tasks(scratch: Path) -> list[str]:
     return ["--db", str(scratch / "tasks.db")]
 
 
+def _git(scratch: Path) -> list[str]:
+    repo = scratch / "repo"
+    repo.mkdir()
+    identity = ["-c", "user.name=Corpus", "-c", "user.email=corpus@example.com"]
+    subprocess.run(["git", "init", "--quiet", "--initial-branch=main", str(repo)], check=True)
+    (repo / "a.txt").write_text("alpha\nbeta\n")
+    # Names that are not clean text: bytes that are not UTF-8, and a control character.
+    (repo / os.fsdecode(b"bad\xff\xfename.txt")).write_bytes(b"not utf-8 inside: \xff\n")
+    (repo / "line\nbreak.txt").write_text("x")
+    subprocess.run(["git", "-C", str(repo), "add", "--all"], check=True)
+    subprocess.run(["git", "-C", str(repo), *identity, "commit", "--quiet", "-m", "corpus"], check=True)
+    return ["--repository", str(repo), "--author", "Corpus <corpus@example.com>"]
+
+
 SERVERS: dict[str, Target] = {
     "filesystem": Target(
         "mcp-batteries-filesystem",
@@ -93,6 +108,20 @@ SERVERS: dict[str, Target] = {
     # Nothing listens on port 9 of loopback, and the SSRF policy refuses it first anyway.
     "fetch": Target("mcp-batteries-fetch", _fetch, {"url": "http://127.0.0.1:9/"}),
     "tasks": Target("mcp-batteries-tasks", _tasks),
+    "git": Target(
+        "mcp-batteries-git",
+        _git,
+        {
+            "files": ["a.txt"],
+            "paths": ["a.txt"],
+            "path": "a.txt",
+            "message": "corpus",
+            "target": "HEAD",
+            "revision": "HEAD",
+            "branch_name": "main",
+            "pattern": "a",
+        },
+    ),
 }
 
 # -- frames ----------------------------------------------------------------------------------

@@ -157,9 +157,10 @@ def complete_path(allowed: AllowedDirectories, partial: str) -> list[str]:
     return candidates
 
 
-def check_subscription(allowed: AllowedDirectories, uri: str) -> None:
-    """Refuse (AccessDenied, InvalidInput) a subscription to a URI outside `allowed`."""
-    resolve_path(file_uri_to_path(uri), allowed, must_exist=False)
+def check_subscription(allowed: AllowedDirectories, uri: str) -> str:
+    """Refuse (AccessDenied, InvalidInput) a subscription to a URI outside `allowed`; else the
+    real path it names (what to watch)."""
+    return str(resolve_path(file_uri_to_path(uri), allowed, must_exist=False))
 
 
 def read_resource(allowed: AllowedDirectories, uri: str) -> tuple[str | bytes, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +21,7 @@ logger = logging.getLogger(__name__)
 
 
 DEFAULT_MAX_TREE_DIRS = 20_000
+CHECKED_MEMORY = 1024
 
 
 def count_dirs(root: Path, cap: int) -> int:
@@ -48,11 +50,22 @@ class LiveFiles:
         self._allowed = allowed
         self._max_tree_dirs = max_tree_dirs
         self._tree_plan: tuple[WatchTarget, ...] | None = None
+        # URI -> real path, from the subscription check that just resolved it (saves resolving it
+        # twice, each time in a worker thread); bounded, the oldest entries go first.
+        self._checked: OrderedDict[str, str] = OrderedDict()
+
+    def checked(self, uri: str, real_path: str) -> None:
+        """The subscription check resolved `uri` to `real_path`."""
+        self._checked[uri] = real_path
+        if len(self._checked) > CHECKED_MEMORY:
+            self._checked.popitem(last=False)
 
     async def targets(self, uri: str) -> Sequence[WatchTarget]:
         # The real path: a subscription through a symlink hears about the file it points to.
-        path = file_uri_to_path(uri)
-        return [WatchTarget.file(await anyio.to_thread.run_sync(os.path.realpath, path))]
+        real = self._checked.pop(uri, None)
+        if real is None:
+            real = await anyio.to_thread.run_sync(os.path.realpath, file_uri_to_path(uri))
+        return [WatchTarget.file(real)]
 
     async def list_targets(self) -> Sequence[WatchTarget]:
         """Small roots recursively, huge ones (a home directory) at their top level only.

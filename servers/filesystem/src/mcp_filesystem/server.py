@@ -62,9 +62,11 @@ class Edit(BaseModel):
 def build_server(settings: FilesystemSettings) -> BatteriesServer:
     allowed = AllowedDirectories(settings.directories)
 
+    live_files = LiveFiles(allowed, max_tree_dirs=settings.watch_max_dirs)
+
     async def check_subscription(session: Any, uri: str) -> None:
         # The client's own scope: a client whose roots narrow access cannot watch beyond them.
-        await calls.for_session(session, tools.check_subscription, uri)
+        live_files.checked(uri, await calls.inline_for_session(session, tools.check_subscription, uri))
 
     server = BatteriesServer(
         settings,
@@ -80,7 +82,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     roots.install(server)
     calls = Calls(roots, tidy=not settings.read_only)
 
-    LiveResources(server, LiveFiles(allowed, max_tree_dirs=settings.watch_max_dirs), watch=settings.watch)
+    LiveResources(server, live_files, watch=settings.watch)
 
     # -- reading ---------------------------------------------------------------------------
     @server.tool(title="Read text file", read_only=True, structured_output=False)

@@ -176,8 +176,8 @@ def read_resource(job: Job, uri: str) -> tuple[str | bytes, str]:
     return catalog.read_resource(job.allowed, uri)
 
 
-def check_subscription(job: Job, uri: str) -> None:
-    catalog.check_subscription(job.allowed, uri)
+def check_subscription(job: Job, uri: str) -> str:
+    return catalog.check_subscription(job.allowed, uri)
 
 
 def complete_path(job: Job, partial: str) -> list[str]:

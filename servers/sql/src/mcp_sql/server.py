@@ -12,7 +12,7 @@ from pydantic import Field
 from mcp_sql import present
 from mcp_sql.config import SqlSettings
 from mcp_sql.live import LiveSchema
-from mcp_sql.models import ExecuteResult, QueryResult
+from mcp_sql.models import ExecuteResult
 from mcp_sql.registry import Databases
 
 TABLES_PAGE_SIZE = 200
@@ -65,18 +65,26 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
         offset: Annotated[
             int, Field(ge=0, description="Rows to skip: pass next_offset from the previous page.")
         ] = 0,
-    ) -> Annotated[CallToolResult, QueryResult]:
-        """Run one read-only SQL statement and return a page of rows: columns (name, type), rows as
-        arrays in column order, row_count, truncated, next_offset, and a note saying what was cut.
-        The text content is the same object as compact JSON. Pages are bounded in rows and bytes and
-        long values are cut: when truncated, call again with offset=next_offset; read the rest of a
-        cut value with substr(column, start, length). Writes, DDL and multiple statements are
-        refused here. Unsure of table or column names? Call list_tables / describe_table first."""
+        structured: Annotated[
+            bool,
+            Field(
+                description="Also return the page as structuredContent, for programs (the text is "
+                "already the same JSON; sending both doubles the reply)."
+            ),
+        ] = False,
+    ) -> CallToolResult:
+        """Run one read-only SQL statement and return a page of rows as one JSON object: columns
+        (name, type), rows as arrays in column order, row_count, truncated, next_offset, and a note
+        saying what was cut. Pages are bounded in rows and bytes and long values are cut: when
+        truncated, call again with offset=next_offset; read the rest of a cut value with
+        substr(column, start, length). Writes, DDL and multiple statements are refused here. Unsure
+        of table or column names? Call list_tables / describe_table first."""
         page = await databases.pick(database).query_page(
             sql, params, limit=limit or settings.max_rows, offset=offset
         )
         return CallToolResult(
-            content=[TextContent(type="text", text=page.text)], structured_content=page.structured()
+            content=[TextContent(type="text", text=page.text)],
+            structured_content=page.structured() if structured else None,
         )
 
     if writes:
