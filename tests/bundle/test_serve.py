@@ -64,6 +64,7 @@ def bundle_file(tmp_path: Path, tree: Path, **tables: str) -> Path:
         "filesystem": f'directories = ["{tree}"]',
         "sql": f'databases = ["sqlite:///{tmp_path / "app.db"}"]\nallow_write = true',
         **({"tasks": f'db = "{tmp_path / "tasks.db"}"'} if "tasks" in discover() else {}),
+        **({"git": f'directories = ["{tree}"]'} if "git" in discover() else {}),
         **tables,
     }
     path = tmp_path / "bundle.toml"

@@ -134,6 +134,8 @@ def stdio_arguments(name: str, tmp_path: Path) -> tuple[list[str], str, dict[str
         return [str(tmp_path)], "read_text_file", {"path": "hello.txt"}
     if name == "sql":
         return [f"sqlite:///{tmp_path / 'wheel.db'}", "--allow-write"], "list_schemas", {}
+    if name == "git":
+        return [str(tmp_path)], "", {}  # tools/list: no repository here to call a tool on
     if name == "tasks":
         return ["--db", str(tmp_path / "tasks.db")], "list_lists", {}
     if name == "fetch":
