@@ -361,7 +361,7 @@ def test_the_console_script_prints_the_entries_and_fails_with_exit_2() -> None:
 
 
 def test_a_server_not_installed_here_can_be_configured_with_a_note() -> None:
-    done = run_config("cursor", "git", "--http", URL)
+    done = run_config("cursor", "weather", "--http", URL)
     assert done.returncode == 0
-    assert json.loads(done.stdout)["mcpServers"]["git"]["url"] == "https://mcp.example.com/git/mcp"
-    assert "note: git not installed here" in done.stderr
+    assert json.loads(done.stdout)["mcpServers"]["weather"]["url"] == "https://mcp.example.com/weather/mcp"
+    assert "note: weather not installed here" in done.stderr
