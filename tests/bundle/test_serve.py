@@ -25,7 +25,7 @@ from mcp.types import ListRootsResult, Root
 from mcp_batteries.app import BatteriesServer
 from mcp_batteries.definition import ServerDefinition, discover
 from mcp_batteries.settings import ServerSettings
-from mcp_batteries.testing import ERAS, Era, Notifications, connect_http, legacy_subscribe
+from mcp_batteries.testing import ERAS, Era, Notifications, connect_http, http_server, legacy_subscribe
 from mcp_batteries.testing_oauth import AUDIENCE, TestIssuer
 
 from .conftest import bundle_process, running_bundle
@@ -371,6 +371,35 @@ async def test_sigterm_lets_calls_in_flight_finish_then_closes_sessions_and_exit
     assert not result.get("isError") and "worth the wait" in json.dumps(result)
     assert status == 0, running.log
     assert stopped_after < 15
+
+
+async def test_a_single_server_also_lets_calls_in_flight_finish_on_sigterm(slow_page: SlowPage) -> None:
+    # The same drain as the bundle's (mcp_batteries.http.draining_server), for one server alone.
+    call = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "tools/call",
+        "params": {"name": "fetch", "arguments": {"url": slow_page.url}},
+    }
+    answers: list[dict[str, Any] | None] = []
+    async with http_server(
+        "mcp-batteries-fetch", "--allow-private-host", "127.0.0.1", "--ignore-robots-txt"
+    ) as running:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            session = await open_session(http, running.url)
+
+            async def slow_call() -> None:
+                async with http.stream("POST", running.url, json=call, headers=session) as response:
+                    answers.append(await sse_result(response, 9))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(slow_call)
+                await anyio.to_thread.run_sync(slow_page.arrived.wait, 20)
+                running.process.send_signal(signal.SIGTERM)
+        status = await anyio.to_thread.run_sync(lambda: running.process.wait(timeout=20))
+    assert answers and answers[0] is not None, running.stderr_lines
+    assert "worth the wait" in json.dumps(answers[0]["result"])
+    assert status == 0
 
 
 async def test_configuration_mistakes_are_one_line_and_exit_2(tmp_path: Path) -> None:

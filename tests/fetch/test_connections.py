@@ -113,7 +113,7 @@ async def test_a_fetch_queued_behind_a_busy_host_says_so(hanging: HangingHost) -
         await client.aclose()
     message = str(caught.value)
     assert f"all 2 connections allowed to 127.0.0.1:{hanging.port} are busy" in message
-    assert "--max-connections-per-host" in message
+    assert "--max-fetch-connections-per-host" in message
     assert "stopped sending data" not in message
 
 

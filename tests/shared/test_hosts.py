@@ -157,7 +157,7 @@ async def test_the_loose_values_are_refused_over_http_and_logged_once_with_the_f
         assert health.status_code == 200  # a liveness probe addresses the pod by IP
     host_lines = [line for line in running.stderr_lines if "'mcp.example.com'" in line]
     assert len(host_lines) == 1
-    assert "--allowed-hosts mcp.example.com:*" in host_lines[0]
+    assert "--allowed-hosts 'mcp.example.com:*'" in host_lines[0]
     origin_lines = [line for line in running.stderr_lines if "'https://app.example.com'" in line]
     assert len(origin_lines) == 1 and "--allowed-origins https://app.example.com" in origin_lines[0]
 

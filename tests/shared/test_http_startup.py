@@ -99,4 +99,4 @@ async def test_the_banner_names_a_url_a_person_can_open_when_bound_to_every_inte
         name = socket.gethostname().lower()
         assert "0.0.0.0" not in banner
         assert f"other machines use http://{name}:" in banner
-        assert f"--allowed-hosts {name}:*" in banner
+        assert f"--allowed-hosts '{name}:*'" in banner

@@ -203,7 +203,7 @@ def _suggest_host(value: str) -> str:
     authority = parse_host(value)
     if authority is None:
         return ""
-    return f"; to accept it, add --allowed-hosts {authority.host}:*"
+    return f"; to accept it, add --allowed-hosts '{authority.host}:*'"
 
 
 def _suggest_origin(value: str) -> str:

@@ -57,6 +57,10 @@ GRACEFUL_SHUTDOWN_S = 5
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "", "*"})
 
 
+#: How long a shutdown waits for calls in flight before it closes the sessions anyway.
+SHUTDOWN_GRACE_S = 10.0
+
+
 @dataclass
 class HttpApp:
     """The ASGI app for one server, with the state its limits keep (for the banner and tests)."""
@@ -74,9 +78,31 @@ class HttpApp:
     connections: ConnectionTable | None = None
     _web: uvicorn.Server | None = None
 
+    #: Calls being answered (POST requests other than listen streams): a shutdown waits for them.
+    calls_in_flight: int = 0
+    _idle: anyio.Event | None = None
+
+    async def drain(self, grace: float = SHUTDOWN_GRACE_S) -> None:
+        """Let calls in flight finish, for at most `grace` seconds."""
+        with anyio.move_on_after(grace):
+            while self.calls_in_flight:
+                self._idle = anyio.Event()
+                await self._idle.wait()
+        if self.calls_in_flight:
+            logger.warning("stopping with %d call(s) still in flight", self.calls_in_flight)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "lifespan":
-            await self.asgi(scope, receive, send)
+            if not is_call(scope):
+                await self.asgi(scope, receive, send)
+                return
+            self.calls_in_flight += 1
+            try:
+                await self.asgi(scope, receive, send)
+            finally:
+                self.calls_in_flight -= 1
+                if not self.calls_in_flight and self._idle is not None:
+                    self._idle.set()
             return
 
         started = False
@@ -267,11 +293,11 @@ def http_banner(app: HttpApp, port: int) -> str:
         remote = f"  listening on every interface: other machines use http://{name}:{port}{s.path}"
         authority = parse_host(f"{name}:{port}")
         if authority is None or not app.guard.host_allowed(str(authority)):
-            remote += f" (add --allowed-hosts {name}:* so that name is accepted)"
+            remote += f" (add --allowed-hosts '{name}:*' so that name is accepted)"
         lines.append(remote)
     elif not s.is_loopback and not s.allowed_hosts:
         lines.append(
-            "  note: only loopback Host headers are accepted; add --allowed-hosts NAME:* for the name "
+            "  note: only loopback Host headers are accepted; add --allowed-hosts 'NAME:*' for the name "
             "remote clients use"
         )
     return "\n".join(lines)
@@ -308,6 +334,47 @@ def uvicorn_config(app: ASGIApp, settings: ServerSettings) -> tuple[uvicorn.Conf
     return config, table
 
 
+_LISTEN_METHOD = b"subscriptions/listen"
+
+
+def is_call(scope: Scope) -> bool:
+    """A request that must be answered before shutdown: a POST that is not a listen stream."""
+    if scope.get("type") != "http" or scope.get("method") != "POST":
+        return False
+    return all(not (key == b"mcp-method" and value == _LISTEN_METHOD) for key, value in scope["headers"])
+
+
+def draining_server(config: uvicorn.Config, drain: Callable[[], Awaitable[None]]) -> uvicorn.Server:
+    """A uvicorn server that shuts down in the order that loses nothing.
+
+    uvicorn waits for open connections before it shuts the app down, and an open event stream
+    never ends by itself; sse-starlette (under the SDK's SSE responses) ends every stream, calls in
+    flight included, the moment uvicorn sees the signal. So its automatic drain is off while we
+    serve; on shutdown: stop accepting, `drain()` (calls in flight finish), end the streams that are
+    left, then let uvicorn close the app (its sessions and services).
+    """
+    import uvicorn
+    from sse_starlette.sse import AppStatus
+
+    class DrainingServer(uvicorn.Server):
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+            AppStatus.enable_automatic_graceful_drain = False
+            try:
+                await super().serve(sockets)
+            finally:
+                AppStatus.should_exit = False  # process-wide: a later server must start afresh
+                AppStatus.enable_automatic_graceful_drain = True
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            for listener in self.servers:
+                listener.close()
+            await drain()
+            AppStatus.should_exit = True
+            await super().shutdown(sockets)
+
+    return DrainingServer(config)
+
+
 async def serve_http(
     server: BatteriesServer,
     app: HttpApp,
@@ -315,13 +382,12 @@ async def serve_http(
     sockets: list[socket.socket] | None = None,
     on_started: Callable[[int], Awaitable[None]] | None = None,
 ) -> None:
-    import uvicorn  # only HTTP needs it; stdio servers start ~0.1 s sooner without it
 
     s = server.settings
     if sockets is None:
         sockets = bind_sockets(s)
     config, app.connections = uvicorn_config(app, s)
-    web = app._web = uvicorn.Server(config)
+    web = app._web = draining_server(config, app.drain)
 
     def not_after_a_reported_mistake(record: logging.LogRecord) -> bool:
         # The mistake itself is the one line the person sees (see HttpApp.startup_error).

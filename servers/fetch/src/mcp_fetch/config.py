@@ -60,10 +60,10 @@ class FetchServerSettings(ServerSettings):
     max_redirects: int = Field(
         _DEFAULTS.max_redirects, ge=0, le=50, description="Most redirects followed for one fetch."
     )
-    max_connections: int = Field(
+    max_fetch_connections: int = Field(
         _DEFAULTS.max_connections, ge=1, le=10_000, description="Connections open at once, over all hosts."
     )
-    max_connections_per_host: int = Field(
+    max_fetch_connections_per_host: int = Field(
         _DEFAULTS.max_connections_per_host,
         ge=1,
         le=1000,
@@ -150,8 +150,8 @@ def fetch_settings(settings: FetchServerSettings) -> FetchSettings:
         fetch_timeout=settings.fetch_timeout,
         max_download_bytes=settings.max_download_bytes,
         max_redirects=settings.max_redirects,
-        max_connections=settings.max_connections,
-        max_connections_per_host=settings.max_connections_per_host,
+        max_connections=settings.max_fetch_connections,
+        max_connections_per_host=settings.max_fetch_connections_per_host,
         allow_hosts=tuple(dict.fromkeys([*settings.allow_private_host, *settings.allow_host])),
         allow_private=settings.allow_private,
         ignore_robots_txt=settings.ignore_robots_txt,

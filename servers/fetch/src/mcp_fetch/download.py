@@ -246,7 +246,7 @@ class Downloader:
                     f"Fetching {url} gave up after waiting {settings.connect_timeout:g} s for a connection: "
                     f"all {self._slots.per_host} connections allowed to {host}:{port} are busy with other "
                     "fetches of that host, which has not answered them yet (it may be slow or hanging). Try "
-                    "again later; the operator can raise --max-connections-per-host."
+                    "again later; the operator can raise --max-fetch-connections-per-host."
                 ) from exc
             return await self._request(url, headers, limit, deadline)
 
@@ -300,7 +300,7 @@ class Downloader:
             raise LimitExceeded(
                 f"Fetching {url} gave up after waiting {settings.connect_timeout:g} s for a connection: all "
                 f"{settings.max_connections} connections of this server are busy with other fetches. Try "
-                "again shortly; the operator can raise --max-connections."
+                "again shortly; the operator can raise --max-fetch-connections."
             ) from exc
         except httpx.ConnectTimeout as exc:
             raise LimitExceeded(

@@ -34,6 +34,7 @@ from mcp_batteries.auth import Authenticator, AuthMiddleware, metadata_path, pro
 from mcp_batteries.definition import distribution_version
 from mcp_batteries.events import EventStores
 from mcp_batteries.hosts import HostGuard
+from mcp_batteries.http import is_call
 
 if TYPE_CHECKING:
     from mcp_batteries.app import BatteriesServer
@@ -48,7 +49,6 @@ MountState = Literal["starting", "ready", "failed", "stopping", "stopped"]
 #: The JSON-RPC error code of a request refused because its server cannot serve it now.
 UNAVAILABLE_CODE = -32603
 #: Requests whose response is a long-lived stream rather than a call: they never hold up a drain.
-_LISTEN_METHOD = b"subscriptions/listen"
 
 
 async def send_json(send: Send, status: int, body: Any, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
@@ -84,13 +84,6 @@ def _first_message(exc: BaseException) -> str:
     if cause is not None and str(cause) and str(cause) not in text:
         text = f"{text}: {cause}"
     return " ".join(text.split())[:500]
-
-
-def _is_call(scope: Scope) -> bool:
-    """A request that must be answered before shutdown: a POST that is not a listen stream."""
-    if scope.get("method") != "POST":
-        return False
-    return all(not (key == b"mcp-method" and value == _LISTEN_METHOD) for key, value in scope["headers"])
 
 
 @dataclass(eq=False)
@@ -187,7 +180,7 @@ class Mount:
         if self.state != "ready" or self.endpoint is None:
             await self._unavailable(send)
             return
-        if not _is_call(scope):
+        if not is_call(scope):
             await self.endpoint(scope, receive, send)
             return
         self.calls_in_flight += 1

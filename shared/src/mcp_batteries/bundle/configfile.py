@@ -66,7 +66,7 @@ BUNDLE_FIELDS: frozenset[str] = frozenset(
 
 def bundle_owned(settings: type[ServerSettings]) -> frozenset[str]:
     """The bundle's fields among a server's settings: those it kept from `ServerSettings` (a server
-    may reuse a name for its own setting, such as fetch's outbound `max_connections`)."""
+    may reuse a name for its own setting)."""
     fields = settings.model_fields
     return frozenset(
         name

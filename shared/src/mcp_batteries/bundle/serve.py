@@ -25,13 +25,11 @@ from mcp_batteries.bundle.app import BundleApp, Mount
 from mcp_batteries.bundle.configfile import BundleConfig, BundleSettings, parse_serve_args
 from mcp_batteries.cli import fail
 from mcp_batteries.errors import ConfigError
-from mcp_batteries.http import bind_sockets, mcp_endpoint, uvicorn_config
+from mcp_batteries.http import bind_sockets, draining_server, mcp_endpoint, uvicorn_config
 from mcp_batteries.transports import configure_logging, say, tune_gc
 
 if TYPE_CHECKING:
     import socket
-
-    import uvicorn
 
     from mcp_batteries.definition import ServerDefinition
 
@@ -106,38 +104,6 @@ def bundle_banner(bundle: BundleApp, settings: BundleSettings, port: int) -> str
     return "\n".join(lines)
 
 
-def _draining_server(config: uvicorn.Config, bundle: BundleApp, grace: float) -> uvicorn.Server:
-    import uvicorn
-    from sse_starlette.sse import AppStatus
-
-    class DrainingServer(uvicorn.Server):
-        """Shut down in the order that loses nothing.
-
-        uvicorn waits for open connections before it shuts the app down, and an open event
-        stream never ends by itself; sse-starlette (under the SDK's SSE responses) ends every
-        stream, calls in flight included, the moment uvicorn sees the signal. So: its automatic
-        drain is off while the bundle serves; on shutdown, stop accepting, drain the bundle (calls
-        in flight finish, then sessions close), end what streams are left, let uvicorn finish.
-        """
-
-        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
-            AppStatus.enable_automatic_graceful_drain = False
-            try:
-                await super().serve(sockets)
-            finally:
-                AppStatus.should_exit = False  # process-wide: a later server must start afresh
-                AppStatus.enable_automatic_graceful_drain = True
-
-        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-            for listener in self.servers:
-                listener.close()
-            await bundle.drain(grace)
-            AppStatus.should_exit = True
-            await super().shutdown(sockets)
-
-    return DrainingServer(config)
-
-
 async def serve_bundle(
     bundle: BundleApp,
     settings: BundleSettings,
@@ -153,7 +119,7 @@ async def serve_bundle(
     """
     listening = sockets if sockets is not None else bind_sockets(settings)
     config, _ = uvicorn_config(bundle.asgi, settings)
-    web = _draining_server(config, bundle, settings.shutdown_grace)
+    web = draining_server(config, partial(bundle.drain, settings.shutdown_grace))
     async with anyio.create_task_group() as tg:
 
         async def announce() -> None:
