@@ -140,7 +140,7 @@ async def test_an_exhausted_pool_is_reported_as_such(site: Site, hanging: Hangin
         await client.aclose()
     message = str(caught.value)
     assert "all 2 connections of this server are busy with other fetches" in message
-    assert "--max-connections" in message
+    assert "--max-fetch-connections." in message
     assert site.hits("/ok") == 0
 
 
