@@ -103,6 +103,21 @@ class _Watcher:
     notify: RustNotify | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
+    #: Held by the thread while it waits on `notify`: whoever else holds it may close `notify`.
+    busy: threading.Lock = field(default_factory=threading.Lock)
+
+    def close(self) -> None:
+        """Give the OS watch back now (an inotify instance is a scarce per-user resource)."""
+        if self.notify is not None:
+            self.notify.close()
+            self.notify = None
+
+    def wait_for_changes(self, debounce_ms: int, step_ms: int, timeout_ms: int) -> object:
+        """In a worker thread: one blocking wait, or "stop" once retired (its OS watch closed)."""
+        with self.busy:
+            if self.stop.is_set() or self.notify is None:
+                return "stop"
+            return self.notify.watch(debounce_ms, step_ms, timeout_ms, self.stop)
 
 
 class WatchService:
@@ -301,6 +316,15 @@ class WatchService:
 
     def _retire(self, watcher: _Watcher) -> None:
         watcher.stop.set()
+        # A retired watcher may still queue for a thread behind the live ones: close its OS watch
+        # here unless its thread is inside a wait (which then ends within STEP_MS and closes it).
+        # Otherwise a burst of merges holds one inotify instance per retired watcher, and the
+        # per-user limit (128 by default) is soon hit.
+        if watcher.busy.acquire(blocking=False):
+            try:
+                watcher.close()
+            finally:
+                watcher.busy.release()
         if watcher in self._watchers:
             self._watchers.remove(watcher)
         for root in watcher.roots:
@@ -310,18 +334,15 @@ class WatchService:
     # -- running ---------------------------------------------------------------------------------
     async def _run(self, watcher: _Watcher) -> None:
         try:
+            if watcher.stop.is_set():
+                return
             if watcher.notify is None:
                 await self._retry_later(watcher)
                 return
             while not watcher.stop.is_set():
                 try:
                     raw = await anyio.to_thread.run_sync(
-                        watcher.notify.watch,
-                        self._debounce_ms,
-                        STEP_MS,
-                        WAIT_MS,
-                        watcher.stop,
-                        limiter=self._limiter,
+                        watcher.wait_for_changes, self._debounce_ms, STEP_MS, WAIT_MS, limiter=self._limiter
                     )
                 except RuntimeError as exc:
                     # watchfiles cannot hand over a path that is not UTF-8 ("Unable to decode
@@ -329,7 +350,9 @@ class WatchService:
                     # report every target under this watcher as possibly changed, since which
                     # one changed is lost (over-notifying beats missing a change, or dying).
                     logger.info("file watcher reset (%s); reporting its targets as changed", exc)
-                    watcher.notify.close()
+                    watcher.close()
+                    if watcher.stop.is_set():
+                        return
                     watcher.notify = await anyio.to_thread.run_sync(self._new_notify, watcher)
                     await self._dispatch(watcher, self._everything_under(watcher))
                     continue
@@ -338,8 +361,8 @@ class WatchService:
                 if isinstance(raw, set) and raw:
                     await self._dispatch(watcher, {(Change(c), p) for c, p in raw})
         finally:
-            if watcher.notify is not None:
-                watcher.notify.close()
+            with watcher.busy:  # no thread of this watcher is running any more: only waits briefly
+                watcher.close()
             watcher.done.set()
 
     @staticmethod
