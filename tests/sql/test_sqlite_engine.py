@@ -6,9 +6,11 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp_batteries.errors import AccessDenied, ConfigError, InvalidInput, NotFound, UpstreamError
 from mcp_sql.database import Database, open_database
+from mcp_sql.sqlite_engine import MAX_READERS
 
 from .conftest import as_lists
 
@@ -272,3 +274,46 @@ async def test_bytes_parameter_in_base64_form_round_trips(sqlite_rw: Database) -
     await sqlite_rw.execute(["INSERT INTO blobs VALUES (?)"], [{"$base64": "AAEC"}], transaction=False)
     result = await sqlite_rw.query("SELECT b, typeof(b) FROM blobs", None, limit=5)
     assert as_lists(result.rows) == [[{"$base64": "AAEC"}, "blob"]]
+
+
+ENDLESS = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r"
+
+
+async def endless(db: Database) -> None:
+    await db.query(ENDLESS, None, limit=1)
+
+
+async def test_a_slow_query_does_not_hold_up_other_reads(sqlite_file: Path) -> None:
+    # Over HTTP many users share one database: one user's query running to the statement timeout
+    # must hold one read connection, not everyone's reads.
+    _fill(sqlite_file, 3)
+    db = await open_database("main", str(sqlite_file), allow_write=False, statement_timeout_s=60, max_rows=10)
+    try:
+        async with anyio.create_task_group() as group:
+            for _ in range(MAX_READERS - 1):
+                group.start_soon(endless, db)
+            await anyio.wait_all_tasks_blocked()  # the slow ones hold their connections
+            with anyio.fail_after(20):
+                cheap = await db.query("SELECT count(*) FROM big", None, limit=1)
+                tables = await db.list_tables()
+            group.cancel_scope.cancel()
+        assert as_lists(cheap.rows) == [[3]]
+        assert "big" in [t.name for t in tables]
+    finally:
+        await db.close()
+
+
+async def test_a_cancelled_query_stops_at_once_and_frees_its_connection(sqlite_file: Path) -> None:
+    _fill(sqlite_file, 3)
+    db = await open_database("main", str(sqlite_file), allow_write=False, statement_timeout_s=60, max_rows=10)
+    try:
+        with anyio.fail_after(20):  # the statement timeout is 60 s: only an interrupt ends them sooner
+            async with anyio.create_task_group() as group:
+                for _ in range(MAX_READERS + 2):  # every connection busy, two more waiting
+                    group.start_soon(endless, db)
+                await anyio.wait_all_tasks_blocked()
+                group.cancel_scope.cancel()
+            after = await db.query("SELECT count(*) FROM big", None, limit=1)
+        assert as_lists(after.rows) == [[3]]
+    finally:
+        await db.close()

@@ -8,14 +8,20 @@ Read-only walls, all engine-side:
   * sqlite3 compiles one statement per execute() call, so "SELECT 1; DROP TABLE t" never runs,
   * a progress handler aborts any statement at the statement timeout (LimitExceeded).
 With --allow-write a second connection (mode=rw) runs `execute`, still refusing ATTACH/DETACH,
-load_extension and file-redirecting pragmas; reads keep using the read-only connection.
+load_extension and file-redirecting pragmas; reads keep using read-only connections.
 
-The catalog queries (list/describe, fingerprints) are in sqlite_catalog.py and run on the read-only
+Reads run on a small pool of such connections (`_Readers`), opened as needed: SQLite lets readers
+run side by side, and over HTTP one user's slow query (up to the statement timeout) must hold one
+connection, not every other user's reads. A cancelled statement is interrupted, and its connection
+goes back to the pool only once it has stopped.
+
+The catalog queries (list/describe, fingerprints) are in sqlite_catalog.py and run on a read-only
 connection through `_meta`; sqlite3 errors are translated by sqlite_errors.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -55,6 +61,8 @@ from mcp_sql.sqlite_errors import map_sqlite_error, not_utf8
 from mcp_sql.values import sqlite_type_name
 
 _PROGRESS_STEPS = 1000
+#: Read connections per database at most (as many as mcp-sql's PostgreSQL pool).
+MAX_READERS = 5
 _INT64 = (-(2**63), 2**63 - 1)
 
 
@@ -95,8 +103,22 @@ class _Conn:
             self.auth.last_denial = None
             try:
                 yield self.conn
+            except anyio.get_cancelled_exc_class():
+                await self.stop_cancelled()
+                raise
             finally:
                 self.deadline = float("inf")
+
+    async def stop_cancelled(self) -> None:
+        """The caller gave up (a client's cancel): stop the statement still running on this
+        connection's thread, and wait until it has, so the next statement starts on a quiet one."""
+        self.deadline = 0.0  # the progress handler aborts whatever this connection runs next
+        with anyio.CancelScope(shield=True), anyio.move_on_after(self.timeout_s):
+            await self.conn.interrupt()
+            # Queued behind the interrupted statement on the connection's own thread: returns once
+            # that statement has ended (or fails, interrupted too: the thread is idle either way).
+            with contextlib.suppress(sqlite3.Error):
+                await self.conn.execute_fetchall("SELECT 1")
 
     @asynccontextmanager
     async def internal(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -109,6 +131,39 @@ class _Conn:
             self.auth.mode = mode
 
 
+class _Readers:
+    """Read-only connections to one file, opened on demand up to `size`, each used by one
+    statement at a time."""
+
+    def __init__(self, uri: str, first: _Conn, size: int) -> None:
+        self._uri = uri
+        self._timeout_s = first.timeout_s
+        self._all = [first]
+        self._idle = [first]
+        self._slots = anyio.Semaphore(size)
+
+    @asynccontextmanager
+    async def acquire(self) -> AsyncIterator[_Conn]:
+        async with self._slots:
+            c = self._idle.pop() if self._idle else await self._open()
+            try:
+                yield c
+            finally:
+                self._idle.append(c)
+
+    async def _open(self) -> _Conn:
+        try:
+            c = await _connect(self._uri, "read", self._timeout_s)
+        except sqlite3.Error as exc:
+            raise BatteriesError(f"cannot open another read connection to the database: {exc}") from exc
+        self._all.append(c)
+        return c
+
+    async def close(self) -> None:
+        for c in self._all:
+            await c.conn.close()
+
+
 class SQLiteDatabase(CatalogMethods):
     dialect: Literal["sqlite"] = "sqlite"
 
@@ -116,7 +171,7 @@ class SQLiteDatabase(CatalogMethods):
         self,
         name: str,
         path: Path,
-        reader: _Conn,
+        readers: _Readers,
         writer: _Conn | None,
         *,
         allow_write: bool,
@@ -127,7 +182,7 @@ class SQLiteDatabase(CatalogMethods):
         self.url_redacted = f"sqlite:///{path}"
         self.allow_write = allow_write
         self.limits = limits
-        self._reader = reader
+        self._readers = readers
         self._writer = writer
         self._catalog = SQLiteCatalog(self._meta)
         self.safety_notes = [
@@ -155,13 +210,14 @@ class SQLiteDatabase(CatalogMethods):
                 )
             path.parent.mkdir(parents=True, exist_ok=True)
         uri_path = quote(str(path))
+        read_uri = f"file:{uri_path}?mode=ro"
         writer: _Conn | None = None
         reader: _Conn | None = None
         try:
             if allow_write:
                 # Opened first so that "rwc" can create the file before the read-only handle opens it.
                 writer = await _connect(f"file:{uri_path}?mode=rwc", "write", statement_timeout_s)
-            reader = await _connect(f"file:{uri_path}?mode=ro", "read", statement_timeout_s)
+            reader = await _connect(read_uri, "read", statement_timeout_s)
             # SQLite opens any file lazily; reading the schema now refuses a file that is not a
             # database at start-up instead of at the first call.
             async with reader.internal() as conn:
@@ -176,12 +232,13 @@ class SQLiteDatabase(CatalogMethods):
                     "postgresql:// URL"
                 ) from exc
             raise ConfigError(f"cannot open SQLite database {path}: {exc}") from exc
-        return cls(name, path, reader, writer, allow_write=allow_write, limits=limits)
+        readers = _Readers(read_uri, reader, MAX_READERS)
+        return cls(name, path, readers, writer, allow_write=allow_write, limits=limits)
 
     async def close(self) -> None:
-        for c in (self._reader, self._writer):
-            if c is not None:
-                await c.conn.close()
+        await self._readers.close()
+        if self._writer is not None:
+            await self._writer.conn.close()
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -196,11 +253,10 @@ class SQLiteDatabase(CatalogMethods):
         limit, offset = page_bounds(limit, offset, self.limits.max_rows)
         sqlite_precheck(sql, read_only=True)
         bound = _bind(params)
-        c = self._reader
-        async with c.statement() as conn:
+        async with self._readers.acquire() as c, c.statement() as conn:
             try:
                 try:
-                    return await self._page(conn, strip_statement(sql), bound, limit, offset)
+                    return await self._page(c, strip_statement(sql), bound, limit, offset)
                 except sqlite3.OperationalError as exc:
                     if not not_utf8(exc):
                         raise
@@ -208,14 +264,14 @@ class SQLiteDatabase(CatalogMethods):
                 # then: a Python text factory costs a call per text value).
                 conn.text_factory = _text_with_replacement
                 try:
-                    return await self._page(conn, strip_statement(sql), bound, limit, offset)
+                    return await self._page(c, strip_statement(sql), bound, limit, offset)
                 finally:
                     conn.text_factory = str
             except sqlite3.Error as exc:
                 raise _map_error(exc, c) from exc
 
-    async def _page(self, conn: aiosqlite.Connection, sql: str, bound: Any, limit: int, offset: int) -> Page:
-        cursor = await conn.execute(sql, bound)
+    async def _page(self, c: _Conn, sql: str, bound: Any, limit: int, offset: int) -> Page:
+        cursor = await c.conn.execute(sql, bound)
         try:
             await _skip(cursor, offset)
             description = cursor.description or ()
@@ -231,8 +287,12 @@ class SQLiteDatabase(CatalogMethods):
                 wanted = page.wanted()
                 chunk = list(await cursor.fetchmany(wanted))
                 page.add(chunk, exhausted=len(chunk) < wanted)
+        except anyio.get_cancelled_exc_class():
+            await c.stop_cancelled()  # before closing the cursor, which waits for the statement
+            raise
         finally:
-            await cursor.close()
+            with anyio.CancelScope(shield=True):  # an open cursor would keep a read transaction
+                await cursor.close()
         return page.finish()
 
     async def execute(
@@ -327,21 +387,26 @@ class SQLiteDatabase(CatalogMethods):
             )
         text = explain_target(sql)
         sqlite_precheck(text, read_only=not self.allow_write)
-        c = self._writer if self.allow_write and self._writer is not None else self._reader
+        if self.allow_write and self._writer is not None:
+            rows = await self._plan(self._writer, text)
+        else:
+            async with self._readers.acquire() as c:
+                rows = await self._plan(c, text)
+        return render.plan_tree([(int(r[0]), int(r[1]), str(r[3])) for r in rows]) or "(empty plan)"
+
+    @staticmethod
+    async def _plan(c: _Conn, text: str) -> list[Any]:
         async with c.statement() as conn:
             try:
-                cursor = await conn.execute(f"EXPLAIN QUERY PLAN {text}")
-                rows = await cursor.fetchall()  # one row per plan node: small
-                await cursor.close()
+                # One row per plan node: small. One trip to the connection's thread.
+                return list(await conn.execute_fetchall(f"EXPLAIN QUERY PLAN {text}"))
             except sqlite3.Error as exc:
                 raise _map_error(exc, c) from exc
-        return render.plan_tree([(int(r[0]), int(r[1]), str(r[3])) for r in rows]) or "(empty plan)"
 
     # -- catalog (queries in sqlite_catalog.py) ---------------------------------------------------
 
     async def _meta(self, sql: str, params: Sequence[Any] = (), timeout_s: float | None = None) -> list[Any]:
-        c = self._reader
-        async with c.statement(timeout_s) as conn, c.internal():
+        async with self._readers.acquire() as c, c.statement(timeout_s) as conn, c.internal():
             try:
                 try:
                     # One trip to aiosqlite's thread (execute + fetchall + close), not three.
