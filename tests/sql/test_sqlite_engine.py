@@ -317,3 +317,21 @@ async def test_a_cancelled_query_stops_at_once_and_frees_its_connection(sqlite_f
         assert as_lists(after.rows) == [[3]]
     finally:
         await db.close()
+
+
+async def test_a_cancelled_write_batch_stops_at_once_and_keeps_nothing(sqlite_file: Path) -> None:
+    _fill(sqlite_file, 3)
+    db = await open_database("main", str(sqlite_file), allow_write=True, statement_timeout_s=60, max_rows=10)
+    try:
+        batch = ["INSERT INTO big VALUES (100)", f"INSERT INTO big SELECT * FROM ({ENDLESS})"]
+        with anyio.fail_after(20):  # the statement timeout is 60 s: only an interrupt ends it sooner
+            async with anyio.create_task_group() as group:
+                group.start_soon(lambda: db.execute(batch, None, transaction=True))
+                await anyio.wait_all_tasks_blocked()
+                group.cancel_scope.cancel()
+            done = await db.execute(["INSERT INTO big VALUES (200)"], None, transaction=True)
+        assert done.committed
+        rows = await db.query("SELECT n FROM big WHERE n >= 100 ORDER BY n", None, limit=10)
+        assert as_lists(rows.rows) == [[200]]
+    finally:
+        await db.close()

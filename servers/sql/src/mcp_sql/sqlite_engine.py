@@ -119,6 +119,7 @@ class _Conn:
             # that statement has ended (or fails, interrupted too: the thread is idle either way).
             with contextlib.suppress(sqlite3.Error):
                 await self.conn.execute_fetchall("SELECT 1")
+            self.deadline = float("inf")  # stopped: the next statement sets its own
 
     @asynccontextmanager
     async def internal(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -314,6 +315,9 @@ class SQLiteDatabase(CatalogMethods):
                     results.append(await self._run_write(c, 0, statements[0], bound[0]))
                 except sqlite3.Error as exc:
                     raise _map_error(exc, c) from exc
+                except anyio.get_cancelled_exc_class():
+                    await c.stop_cancelled()
+                    raise
                 return ExecuteResult(statements=results, transaction=False, committed=True)
             try:
                 async with c.internal() as conn:
@@ -329,7 +333,10 @@ class SQLiteDatabase(CatalogMethods):
             except sqlite3.Error as exc:
                 await self._rollback(c)
                 raise batch_failed(_map_error(exc, c), index, total, rolled_back=True) from exc
-            except BaseException:
+            except BaseException as exc:
+                if isinstance(exc, anyio.get_cancelled_exc_class()):
+                    # Stop the running statement first: the rollback would wait for it otherwise.
+                    await c.stop_cancelled()
                 await self._rollback(c)
                 raise
             try:
