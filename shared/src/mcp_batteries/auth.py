@@ -41,7 +41,7 @@ import os
 import re
 import time
 import tomllib
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +54,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_batteries import sdk
 from mcp_batteries.errors import ConfigError
+from mcp_batteries.frames import Reply, error_reply, send_reply
 from mcp_batteries.identity import Caller, CallerUser, authenticated_user_for
 from mcp_batteries.oauth import (
     JwksKeys,
@@ -443,10 +444,9 @@ class AuthMiddleware:
             return
         except KeysUnavailable as exc:
             logger.warning("cannot verify a token now: %s", exc)
-            await _send_json(
+            await send_reply(
                 send,
-                503,
-                _rpc_error(None, -32603, "cannot verify the token now: the issuer's keys are unreachable"),
+                _error(None, -32603, "cannot verify the token now: the issuer's keys are unreachable", 503),
                 [(b"retry-after", b"5")],
             )
             return
@@ -471,10 +471,9 @@ class AuthMiddleware:
 
     async def _refuse(self, scope: Scope, send: Send, refusal: Refusal, request_id: Any = None) -> None:
         challenge = self.authenticator.challenge(scope, self.resource_path, refusal)
-        await _send_json(
+        await send_reply(
             send,
-            refusal.status,
-            _rpc_error(request_id, AUTH_ERROR_CODE, _sentence(refusal)),
+            _error(request_id, AUTH_ERROR_CODE, _sentence(refusal), refusal.status),
             [(b"www-authenticate", challenge.encode("latin-1", "replace"))],
         )
 
@@ -525,28 +524,10 @@ def _bearer(scope: Scope) -> str | None:
     return None
 
 
-def _rpc_error(request_id: Any, code: int, message: str) -> dict[str, Any]:
+def _error(request_id: Any, code: int, message: str, status: int) -> Reply:
     if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
-        request_id = None
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-
-
-async def _send_json(
-    send: Send, status: int, body: Mapping[str, Any], headers: Iterable[tuple[bytes, bytes]] = ()
-) -> None:
-    data = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(data)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": data})
+        request_id = None  # not an id a client can match: JSON-RPC says null
+    return error_reply(request_id, code, message, status=status)
 
 
 async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool, Message | None]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +60,7 @@ __all__ = [
     "encode_message",
     "error_reply",
     "oversized_reply",
+    "send_reply",
 ]
 
 #: Deepest nesting of arrays and objects accepted in one message (the message itself is level
@@ -511,10 +512,10 @@ class FrameGuard:
             return
         verdict = check_frame(body)
         if isinstance(verdict, Reply):
-            await _send_json(send, verdict)
+            await send_reply(send, verdict)
             return
         if verdict is None:  # a notification we dropped (logged): accepted, as the SDK would
-            await _send_json(send, Reply(b"", 202))
+            await send_reply(send, Reply(b"", 202))
             return
         if verdict.rewritten:
             encoded = encode_message(verdict.message)
@@ -551,9 +552,11 @@ def _replay(
     return replayed
 
 
-async def _send_json(send: Send, reply: Reply) -> None:
-    headers = [(b"content-length", str(len(reply.body)).encode())]
+async def send_reply(send: Send, reply: Reply, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    """Answer an HTTP request with `reply` as the whole response (JSON when it has a body): for
+    the middlewares that answer before, or instead of, the SDK's app."""
+    head = [(b"content-length", str(len(reply.body)).encode())]
     if reply.body:
-        headers.append((b"content-type", b"application/json"))
-    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+        head.append((b"content-type", b"application/json"))
+    await send({"type": "http.response.start", "status": reply.status, "headers": [*head, *headers]})
     await send({"type": "http.response.body", "body": reply.body})

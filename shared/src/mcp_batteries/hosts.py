@@ -20,16 +20,17 @@ once, with the flag that would admit it.
 from __future__ import annotations
 
 import ipaddress
-import json
 import logging
 import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from mcp.types import INVALID_REQUEST
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_batteries.errors import ConfigError
+from mcp_batteries.frames import error_reply, send_reply
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -298,12 +299,4 @@ class HostGuard:
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_reply(send, error_reply(None, INVALID_REQUEST, message, status=status))

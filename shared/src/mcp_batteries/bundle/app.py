@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,6 +33,7 @@ from mcp_batteries import sdk
 from mcp_batteries.auth import Authenticator, AuthMiddleware, metadata_path, protected_resource_route
 from mcp_batteries.definition import distribution_version
 from mcp_batteries.events import EventStores
+from mcp_batteries.frames import Reply, error_reply, send_reply
 from mcp_batteries.hosts import HostGuard
 from mcp_batteries.http import is_call
 
@@ -48,31 +49,20 @@ MountState = Literal["starting", "ready", "failed", "stopping", "stopped"]
 
 #: The JSON-RPC error code of a request refused because its server cannot serve it now.
 UNAVAILABLE_CODE = -32603
-#: Requests whose response is a long-lived stream rather than a call: they never hold up a drain.
 
 
-async def send_json(send: Send, status: int, body: Any, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
-    data = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(data)).encode()),
-                (b"cache-control", b"no-store"),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": data})
+#: Answers of the bundle's own are about now: never cached by a proxy.
+NO_STORE = (b"cache-control", b"no-store")
+
+
+async def send_json(send: Send, status: int, body: Any) -> None:
+    await send_reply(send, Reply(json.dumps(body).encode(), status), [NO_STORE])
 
 
 async def refuse(send: Send, status: int, message: str, *, retry_after: int | None = None) -> None:
     """A JSON-RPC error body, as MCP clients show it to the person."""
-    headers = [(b"retry-after", str(retry_after).encode())] if retry_after is not None else []
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": UNAVAILABLE_CODE, "message": message}}
-    await send_json(send, status, body, headers)
+    headers = [NO_STORE] + ([(b"retry-after", str(retry_after).encode())] if retry_after is not None else [])
+    await send_reply(send, error_reply(None, UNAVAILABLE_CODE, message, status=status), headers)
 
 
 def _first_message(exc: BaseException) -> str:
