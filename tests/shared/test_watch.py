@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import anyio.from_thread
 import pytest
-from mcp_batteries.watch import ChangeBatch, WatchService, WatchTarget
+from mcp_batteries.watch import ChangeBatch, WatchService, WatchTarget, has_more_directories
 from watchfiles import Change
 
 pytestmark = pytest.mark.anyio
@@ -256,3 +256,12 @@ async def test_a_name_that_is_not_utf8_resets_the_watcher_instead_of_killing_it(
         seen.batches.clear()
         target.write_text("1")
         await seen.wait_for(Change.modified, target)  # and watching goes on
+
+
+def test_a_tree_is_judged_by_its_directories_and_links_are_not_followed(tmp_path: Path) -> None:
+    for name in ("a/b", "a/c", "d"):
+        (tmp_path / name).mkdir(parents=True)
+    (tmp_path / "a" / "file.txt").write_text("x")
+    (tmp_path / "loop").symlink_to(tmp_path, target_is_directory=True)
+    assert has_more_directories(tmp_path, 3)  # a, a/b, a/c, d
+    assert not has_more_directories(tmp_path, 4)

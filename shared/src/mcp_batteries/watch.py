@@ -27,6 +27,7 @@ only when a change made right after it cannot be missed (`awatch` gives no such 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
@@ -42,7 +43,7 @@ from watchfiles._rust_notify import RustNotify
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ChangeBatch", "ChangeHandler", "WatchService", "WatchTarget"]
+__all__ = ["ChangeBatch", "ChangeHandler", "WatchService", "WatchTarget", "has_more_directories"]
 
 ChangeBatch = set[tuple[Change, str]]
 ChangeHandler = Callable[[ChangeBatch], Awaitable[None]]
@@ -86,6 +87,26 @@ class WatchTarget:
     def wanted_dir(self) -> Path:
         """The directory whose OS watch sees this target's changes."""
         return self.path.parent if self.kind == "file" else self.path
+
+
+def has_more_directories(top: Path, limit: int) -> bool:
+    """Whether the tree under `top` holds more than `limit` directories (links not followed).
+
+    A tree watch costs one OS watch per directory (inotify), from a per-user budget: servers ask
+    this (in a thread: it walks the tree, stopping past `limit`) before watching a whole tree.
+    """
+    count = 0
+    pending = [os.fsencode(top)]
+    while pending and count <= limit:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        count += 1
+                        pending.append(entry.path)
+        except OSError:
+            continue
+    return count > limit
 
 
 def nearest_existing(path: Path) -> Path:

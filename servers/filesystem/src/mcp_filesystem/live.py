@@ -15,28 +15,13 @@ from pathlib import Path
 
 import anyio
 from mcp_batteries.paths import AllowedDirectories, file_uri_to_path
-from mcp_batteries.watch import WatchTarget
+from mcp_batteries.watch import WatchTarget, has_more_directories
 
 logger = logging.getLogger(__name__)
 
 
 DEFAULT_MAX_TREE_DIRS = 20_000
 CHECKED_MEMORY = 1024
-
-
-def count_dirs(root: Path, cap: int) -> int:
-    """Directories under `root` (symlinks not followed), counting stops at `cap`."""
-    count, stack = 0, [str(root)]
-    while stack and count < cap:
-        try:
-            with os.scandir(stack.pop()) as entries:
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        count += 1
-                        stack.append(entry.path)
-        except OSError:
-            continue
-    return count
 
 
 def path_to_uri(path: str | os.PathLike[str]) -> str:
@@ -76,8 +61,7 @@ class LiveFiles:
         if self._tree_plan is None:
             plan = []
             for root in self._allowed.roots:
-                count = await anyio.to_thread.run_sync(count_dirs, root, self._max_tree_dirs + 1)
-                if count > self._max_tree_dirs:
+                if await anyio.to_thread.run_sync(has_more_directories, root, self._max_tree_dirs):
                     logger.warning(
                         "%s has more than %d directories: resources/list_changed covers its top level only "
                         "(raise --watch-max-dirs to watch deeper)",

@@ -23,42 +23,23 @@ notification, and a change made by a plain `git` in another terminal always does
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 import anyio
 from mcp_batteries.errors import BatteriesError
 from mcp_batteries.live import Changes, Hits
-from mcp_batteries.watch import WatchTarget
+from mcp_batteries.watch import WatchTarget, has_more_directories
 
 from mcp_git.resources import GitUri, fingerprint
 from mcp_git.runner import off_loop
 from mcp_git.service import GitService
 
-__all__ = ["LiveRepositories", "count_directories"]
+__all__ = ["LiveRepositories"]
 
 logger = logging.getLogger(__name__)
 
 #: How often resources that are not watched are recomputed (seconds).
 POLL_INTERVAL = 0.5
-
-
-def count_directories(top: Path, limit: int) -> int:
-    """Directories under `top`, `.git` included (not following links); counting stops past `limit`."""
-    count = 0
-    pending = [os.fsencode(top)]
-    while pending and count <= limit:
-        directory = pending.pop()
-        try:
-            with os.scandir(directory) as entries:
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        count += 1
-                        pending.append(entry.path)
-        except OSError:
-            continue
-    return count
 
 
 def _ref_targets(target: GitUri) -> list[WatchTarget]:
@@ -93,8 +74,7 @@ class LiveRepositories:
         repository = target.repository
         if target.kind != "status":
             return _ref_targets(target)
-        directories = await off_loop(count_directories, repository.worktree, self._max_dirs)
-        if directories > self._max_dirs:
+        if await off_loop(has_more_directories, repository.worktree, self._max_dirs):
             logger.info(
                 "%s has more than %d directories: its status is polled", repository.worktree, self._max_dirs
             )
