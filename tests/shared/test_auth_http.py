@@ -25,6 +25,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_batteries.auth import ScopeNames, load_tokens_file
 from mcp_batteries.testing import (
     ERAS,
+    MCP_POST_HEADERS,
+    RAW_INITIALIZE,
     Era,
     client_mode,
     connect_http,
@@ -34,18 +36,6 @@ from mcp_batteries.testing import (
 from mcp_batteries.testing_oauth import AUDIENCE, TestIssuer
 
 pytestmark = pytest.mark.anyio
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 WHOAMI_SERVER = '''
 """A test server whose tools report the caller, as every server reads it: current_caller()."""
@@ -132,7 +122,7 @@ def challenge_params(header: str) -> dict[str, str]:
 
 
 async def post(url: str, body: Any, token: str | None = None, session: str | None = None) -> httpx.Response:
-    headers = dict(MCP_HEADERS)
+    headers = dict(MCP_POST_HEADERS)
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     if session is not None:
@@ -144,7 +134,7 @@ async def post(url: str, body: Any, token: str | None = None, session: str | Non
 
 async def open_session(url: str, token: str) -> str:
     """A legacy (handshake) session opened with `token`; its id."""
-    response = await post(url, INIT, token)
+    response = await post(url, RAW_INITIALIZE, token)
     assert response.status_code == 200, response.text
     session = response.headers["mcp-session-id"]
     initialized = await post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, token, session)
@@ -184,19 +174,19 @@ async def test_oauth_refuses_each_bad_token_with_401_and_the_resource_metadata_c
     }
     async with http_server("mcp-batteries-filesystem", str(tree), *oauth_args(issuer)) as running:
         expected_metadata = f"{running.base_url}/.well-known/oauth-protected-resource/mcp"
-        missing = await post(running.url, INIT)
+        missing = await post(running.url, RAW_INITIALIZE)
         assert missing.status_code == 401
         params = challenge_params(missing.headers["www-authenticate"])
         assert params["resource_metadata"] == expected_metadata
         assert "error" not in params  # no credentials: no error code (RFC 6750 section 3.1)
         for what, token in bad_tokens.items():
-            response = await post(running.url, INIT, token)
+            response = await post(running.url, RAW_INITIALIZE, token)
             assert response.status_code == 401, what
             params = challenge_params(response.headers["www-authenticate"])
             assert params["error"] == "invalid_token", what
             assert params["resource_metadata"] == expected_metadata, what
             assert response.json()["error"]["message"].startswith("Unauthorized: "), what
-        assert (await post(running.url, INIT, valid)).status_code == 200
+        assert (await post(running.url, RAW_INITIALIZE, valid)).status_code == 200
 
 
 async def test_protected_resource_metadata_names_the_issuer_and_the_scopes(
@@ -286,7 +276,7 @@ async def test_a_read_scope_calling_a_writing_tool_gets_403_insufficient_scope(
             reader,
             session,
         )
-        no_scope = await post(running.url, INIT, issuer.mint(scope="profile email"))
+        no_scope = await post(running.url, RAW_INITIALIZE, issuer.mint(scope="profile email"))
     assert refused.status_code == 403
     params = challenge_params(refused.headers["www-authenticate"])
     assert params["error"] == "insufficient_scope"
@@ -312,9 +302,9 @@ async def test_a_new_signing_key_is_picked_up_and_unknown_keys_refetch_at_most_o
         assert issuer.jwks_hits == 2
         issuer.add_key("forged", publish=False)
         for _ in range(20):  # a flood of unknown key ids does not hammer the issuer
-            assert (await post(running.url, INIT, issuer.mint("forged"))).status_code == 401
+            assert (await post(running.url, RAW_INITIALIZE, issuer.mint("forged"))).status_code == 401
         assert issuer.jwks_hits == 2
-        assert (await post(running.url, INIT, issuer.mint("rsa-2"))).status_code == 200
+        assert (await post(running.url, RAW_INITIALIZE, issuer.mint("rsa-2"))).status_code == 200
 
 
 async def test_openid_metadata_and_an_explicit_jwks_url_are_found_too(whoami: str) -> None:
@@ -333,7 +323,7 @@ async def test_an_unreachable_issuer_is_a_503_not_a_bad_token(whoami: str) -> No
         token = gone.mint()
         url = gone.issuer
     async with http_server(whoami, "--oauth-issuer", url, "--oauth-audience", AUDIENCE) as running:
-        response = await post(running.url, INIT, token)
+        response = await post(running.url, RAW_INITIALIZE, token)
     assert response.status_code == 503
     assert "www-authenticate" not in response.headers
 
@@ -394,7 +384,7 @@ async def test_each_user_of_the_tokens_file_sees_its_own_identity(
                 "can_write": True,
             }
             assert (bob["subject"], bob["workspaces"], bob["can_write"]) == ("user:bob", ["team-b"], True)
-            refused = await post(running.url, INIT, "not-in-the-file")
+            refused = await post(running.url, RAW_INITIALIZE, "not-in-the-file")
             assert refused.status_code == 401
             assert refused.headers["www-authenticate"].startswith('Bearer realm="mcp"')
 
@@ -441,7 +431,7 @@ async def test_the_static_token_is_one_caller_named_token_with_a_plain_challenge
 ) -> None:
     async with http_server(whoami, env={"MCP_AUTH_TOKEN": "s3cret"}) as running:
         seen = await whoami_over(running.url, era, "s3cret")
-        refused = await post(running.url, INIT, "s3cre")
+        refused = await post(running.url, RAW_INITIALIZE, "s3cre")
         async with httpx.AsyncClient() as http:
             no_metadata = await http.get(running.base_url + "/.well-known/oauth-protected-resource/mcp")
     assert (seen["subject"], seen["name"], seen["source"], seen["can_write"]) == (

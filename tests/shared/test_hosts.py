@@ -8,22 +8,10 @@ import httpx
 import pytest
 from mcp_batteries.errors import ConfigError
 from mcp_batteries.hosts import HostGuard, parse_host, parse_origin
-from mcp_batteries.testing import http_server
+from mcp_batteries.testing import MCP_POST_HEADERS, RAW_INITIALIZE, http_server
 from starlette.types import Receive, Scope, Send
 
 pytestmark = pytest.mark.anyio
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 #: Each passed the SDK's prefix matching with the default loopback allow-list (issue 15 item 5).
 LOOSE_HOSTS = [
@@ -136,21 +124,27 @@ async def test_the_loose_values_are_refused_over_http_and_logged_once_with_the_f
             "localhost:1@evil.example",
             "[::1]:evil",
         ]:
-            response = await http.post(running.url, json=INIT, headers={**MCP_HEADERS, "Host": host})
+            response = await http.post(
+                running.url, json=RAW_INITIALIZE, headers={**MCP_POST_HEADERS, "Host": host}
+            )
             assert response.status_code == 421, host
         for origin in ["http://localhost:evil.example", "http://127.0.0.1:1@evil.example"]:
-            response = await http.post(running.url, json=INIT, headers={**MCP_HEADERS, "Origin": origin})
+            response = await http.post(
+                running.url, json=RAW_INITIALIZE, headers={**MCP_POST_HEADERS, "Origin": origin}
+            )
             assert response.status_code == 403, origin
         for _ in range(3):
             response = await http.post(
-                running.url, json=INIT, headers={**MCP_HEADERS, "Host": "mcp.example.com"}
+                running.url, json=RAW_INITIALIZE, headers={**MCP_POST_HEADERS, "Host": "mcp.example.com"}
             )
             assert response.status_code == 421
         origin = "https://app.example.com"
-        response = await http.post(running.url, json=INIT, headers={**MCP_HEADERS, "Origin": origin})
+        response = await http.post(
+            running.url, json=RAW_INITIALIZE, headers={**MCP_POST_HEADERS, "Origin": origin}
+        )
         assert response.status_code == 403
         fine = await http.post(
-            running.url, json=INIT, headers={**MCP_HEADERS, "Origin": "http://localhost:1234"}
+            running.url, json=RAW_INITIALIZE, headers={**MCP_POST_HEADERS, "Origin": "http://localhost:1234"}
         )
         assert fine.status_code == 200
         health = await http.get(running.base_url + "/healthz", headers={"Host": "10.1.2.3:8000"})
@@ -174,8 +168,8 @@ async def test_behind_a_tls_proxy_a_port_less_upper_case_host_is_accepted(tree: 
         for host in ("files.example.com", "Files.Example.Com", "files.example.com:443"):
             response = await http.post(
                 running.url,
-                json=INIT,
-                headers={**MCP_HEADERS, "Host": host, "Origin": "https://app.example.com"},
+                json=RAW_INITIALIZE,
+                headers={**MCP_POST_HEADERS, "Host": host, "Origin": "https://app.example.com"},
             )
             assert response.status_code == 200, host
 

@@ -12,22 +12,11 @@ import anyio
 import httpx
 import pytest
 from anyio.abc import SocketStream
-from mcp_batteries.testing import RunningServer, connect_http, http_server
+from mcp_batteries.testing import MCP_POST_HEADERS, RAW_INITIALIZE, RunningServer, connect_http, http_server
 
 pytestmark = pytest.mark.anyio
 
 SERVER = "mcp-batteries-filesystem"
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 def address(running: RunningServer) -> tuple[str, int]:
@@ -124,8 +113,8 @@ async def test_when_every_connection_is_busy_a_new_one_gets_503(tree: Path) -> N
         async with AsyncExitStack() as stack:
             for _ in range(3):
                 http = await stack.enter_async_context(httpx.AsyncClient(timeout=10))
-                opened = await http.post(running.url, json=INIT, headers=MCP_HEADERS)
-                session = {**MCP_HEADERS, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+                opened = await http.post(running.url, json=RAW_INITIALIZE, headers=MCP_POST_HEADERS)
+                session = {**MCP_POST_HEADERS, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
                 session["MCP-Protocol-Version"] = "2025-06-18"
                 # The event stream keeps its connection busy for as long as it is open.
                 stream = await stack.enter_async_context(http.stream("GET", running.url, headers=session))

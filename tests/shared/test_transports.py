@@ -11,21 +11,19 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-from mcp_batteries.testing import ERAS, Era, connect, connect_http, http_server, script_path, stdio_params
+from mcp_batteries.testing import (
+    ERAS,
+    MCP_POST_HEADERS,
+    RAW_INITIALIZE,
+    Era,
+    connect,
+    connect_http,
+    http_server,
+    script_path,
+    stdio_params,
+)
 
 pytestmark = pytest.mark.anyio
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 async def test_healthz_answers_without_auth(tree: Path) -> None:
@@ -42,9 +40,11 @@ async def test_a_token_is_required_when_set_and_compared_exactly(tree: Path) -> 
         "mcp-batteries-filesystem", str(tree), env={"MCP_AUTH_TOKEN": "s3cret"}
     ) as running:
         async with httpx.AsyncClient() as http:
-            missing = await http.post(running.url, json=INIT, headers=MCP_HEADERS)
+            missing = await http.post(running.url, json=RAW_INITIALIZE, headers=MCP_POST_HEADERS)
             wrong = await http.post(
-                running.url, json=INIT, headers={**MCP_HEADERS, "Authorization": "Bearer s3cre"}
+                running.url,
+                json=RAW_INITIALIZE,
+                headers={**MCP_POST_HEADERS, "Authorization": "Bearer s3cre"},
             )
         assert missing.status_code == 401 and wrong.status_code == 401
         assert missing.headers["www-authenticate"].startswith("Bearer")
@@ -64,7 +64,7 @@ async def test_dns_rebinding_protection_rejects_foreign_host_and_origin(
     tree: Path, headers: dict[str, str], status: int
 ) -> None:
     async with http_server("mcp-batteries-filesystem", str(tree)) as running, httpx.AsyncClient() as http:
-        response = await http.post(running.url, json=INIT, headers={**MCP_HEADERS, **headers})
+        response = await http.post(running.url, json=RAW_INITIALIZE, headers={**MCP_POST_HEADERS, **headers})
     assert response.status_code == status
 
 
@@ -72,10 +72,10 @@ async def test_binding_all_interfaces_keeps_dns_rebinding_protection(tree: Path)
     args = (str(tree), "--host", "0.0.0.0", "--allowed-hosts", "mcp.example:*")
     async with http_server("mcp-batteries-filesystem", *args, env={"MCP_AUTH_TOKEN": "t"}) as running:
         url = running.url.replace("0.0.0.0", "127.0.0.1")
-        auth = {**MCP_HEADERS, "Authorization": "Bearer t"}
+        auth = {**MCP_POST_HEADERS, "Authorization": "Bearer t"}
         async with httpx.AsyncClient() as http:
-            foreign = await http.post(url, json=INIT, headers={**auth, "Host": "evil.example"})
-            named = await http.post(url, json=INIT, headers={**auth, "Host": "mcp.example:8000"})
+            foreign = await http.post(url, json=RAW_INITIALIZE, headers={**auth, "Host": "evil.example"})
+            named = await http.post(url, json=RAW_INITIALIZE, headers={**auth, "Host": "mcp.example:8000"})
     assert foreign.status_code == 421
     assert named.status_code == 200
 
@@ -120,7 +120,10 @@ async def test_stdio_subprocess_speaks_both_eras(tree: Path, era: Era) -> None:
 
 def test_stdio_stdout_carries_only_protocol_messages(tree: Path) -> None:
     request = (
-        json.dumps(INIT) + "\n" + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
+        json.dumps(RAW_INITIALIZE)
+        + "\n"
+        + json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        + "\n"
     )
     done = subprocess.run(
         [script_path("mcp-batteries-filesystem"), str(tree), "--log-level", "debug"],
@@ -141,7 +144,7 @@ def test_sigterm_stops_a_stdio_server_cleanly(tree: Path) -> None:
         stderr=subprocess.PIPE,
     )
     assert process.stdin is not None and process.stdout is not None
-    process.stdin.write((json.dumps(INIT) + "\n").encode())
+    process.stdin.write((json.dumps(RAW_INITIALIZE) + "\n").encode())
     process.stdin.flush()
     assert json.loads(process.stdout.readline())["id"] == 1  # up and serving
     process.send_signal(signal.SIGTERM)

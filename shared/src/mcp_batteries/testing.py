@@ -3,7 +3,8 @@
 - `connect(server, era)`: in-process, in either protocol era;
 - `stdio_params(script, *args)`: start the server's console script as a subprocess over stdio;
 - `http_server(script, *args)`: start it over HTTP on a free loopback port and yield the URL;
-- `Notifications`: collect notifications and wait for one, with a timeout (no sleeps).
+- `Notifications`: collect notifications and wait for one, with a timeout (no sleeps);
+- `RAW_INITIALIZE`, `MCP_POST_HEADERS`: for tests that speak HTTP by hand (refusals, limits).
 
 `ERAS` names the two eras: "legacy" is the `initialize` handshake (Claude Desktop, Cline);
 "modern" is 2026-07-28.
@@ -32,6 +33,20 @@ from mcp.client.streamable_http import streamable_http_client
 Era = Literal["legacy", "modern"]
 ERAS: tuple[Era, ...] = ("legacy", "modern")
 TIMEOUT_S = 10.0
+
+#: An `initialize` request (handshake era) as JSON, for tests that post to `/mcp` by hand.
+RAW_INITIALIZE: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+#: The headers Streamable HTTP asks of every POST.
+MCP_POST_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 _URL_IN_BANNER = re.compile(r"at (http://\S+) \(")
 
