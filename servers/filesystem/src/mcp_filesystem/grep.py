@@ -33,7 +33,7 @@ from mcp_filesystem.encoding import decode
 from mcp_filesystem.fastscan import TOO_LARGE, read_fd_capped
 from mcp_filesystem.fastscan import prefilter as make_prefilter
 from mcp_filesystem.patterns import compile_glob
-from mcp_filesystem.walker import FILE, Progress, Walker
+from mcp_filesystem.walker import FILE, Progress, Walker, check_offset
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8192
@@ -220,8 +220,7 @@ def grep(
         raise InvalidInput(f"context_lines must be between 0 and {MAX_CONTEXT_LINES}.")
     if max_matches < 1:
         raise InvalidInput("max_matches must be at least 1.")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidInput(f"offset must be an integer >= 0 (matches to skip), got {offset!r}")
+    check_offset(offset, "matches")
     name_globs = [compile_glob(g) for g in include if g and "/" not in g.strip("/")]
     path_globs = [compile_glob(g) for g in include if g and "/" in g.strip("/")]
     real = resolve(allowed, path)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcp_batteries.errors import InvalidInput
 from mcp_batteries.paths import AllowedDirectories, open_dir_fd
 from mcp_batteries.progress import NEVER, CancelToken
 
@@ -282,3 +283,9 @@ def read_link(name: str, dir_fd: int | None = None) -> str:
         return os.readlink(name, dir_fd=dir_fd)
     except OSError:
         return "?"
+
+
+def check_offset(offset: int, skipped: str) -> None:
+    """The offset of a page of a walk's results: an integer >= 0, `skipped` saying of what."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidInput(f"offset must be an integer >= 0 ({skipped} to skip), got {offset!r}")

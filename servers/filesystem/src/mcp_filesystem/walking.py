@@ -27,7 +27,16 @@ from mcp_batteries.progress import NEVER, CancelToken
 from mcp_filesystem.access import quote_name, quote_path, resolve
 from mcp_filesystem.patterns import compile_glob, has_glob_chars
 from mcp_filesystem.tempfiles import is_temp_name, remove_if_stale
-from mcp_filesystem.walker import DIRECTORY, FILE, SYMLINK, Progress, WalkEntry, Walker, read_link
+from mcp_filesystem.walker import (
+    DIRECTORY,
+    FILE,
+    SYMLINK,
+    Progress,
+    WalkEntry,
+    Walker,
+    check_offset,
+    read_link,
+)
 
 MAX_LIST_ENTRIES = 2_000  # one page of list_directory(_with_sizes); `offset` pages on
 MAX_TREE_ENTRIES = 20_000
@@ -127,11 +136,6 @@ def _page_note(tool: str, offset: int, shown: int, total: int, extra: str = "") 
     return f"[Showing entries {first:,}-{last:,} of {total:,}.{extra}{more}]"
 
 
-def _check_offset(offset: int) -> None:
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidInput(f"offset must be an integer >= 0 (entries to skip), got {offset!r}")
-
-
 def list_directory(
     allowed: AllowedDirectories,
     path: str,
@@ -144,7 +148,7 @@ def list_directory(
 
     One page of `max_entries` entries from `offset`; a partial page ends with a note naming the
     next offset."""
-    _check_offset(offset)
+    check_offset(offset, "entries")
     _, rows = _read_directory(allowed, path, tidy=tidy)
     page = rows[offset : offset + max_entries]
     lines = []
@@ -175,7 +179,7 @@ def list_directory_with_sizes(
     """
     if sortBy not in ("name", "size"):
         raise InvalidInput(f"sortBy must be 'name' or 'size', not {sortBy!r}.")
-    _check_offset(offset)
+    check_offset(offset, "entries")
     _, rows = _read_directory(allowed, path, tidy=tidy)
     if sortBy == "size":
         rows.sort(key=lambda r: -r.size)  # stable: ties keep name order
@@ -333,7 +337,7 @@ def search_files(
     a page of ``max_results`` at a time, from match number ``offset`` (the walk is sorted, so
     pages are stable while the tree does not change).
     """
-    _check_offset(offset)
+    check_offset(offset, "entries")
     if not pattern or not pattern.strip():
         raise InvalidInput("pattern must not be empty; use e.g. '**/*.py' or a part of a file name.")
     real = _walk_root(allowed, path, "search_files searches directories.")
