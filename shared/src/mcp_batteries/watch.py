@@ -30,7 +30,7 @@ import logging
 import os
 import threading
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -215,16 +215,6 @@ class WatchService:
             if not self._targets:
                 for watcher in list(self._watchers):
                     self._retire(watcher)
-
-    async def set_targets(self, targets: Iterable[WatchTarget]) -> None:
-        """Replace every target at once (for callers that hold their whole plan)."""
-        wanted = Counter(targets)
-        for target in list(self._targets):
-            for _ in range(self._targets[target] - wanted.get(target, 0)):
-                await self.remove(target)
-        for target, count in wanted.items():
-            for _ in range(count - self._targets.get(target, 0)):
-                await self.add(target)
 
     def _index(self, target: WatchTarget, delta: int) -> None:
         index = {"file": self._files, "dir": self._dirs, "tree": self._trees}[target.kind]

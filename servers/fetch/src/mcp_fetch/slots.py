@@ -41,8 +41,3 @@ class HostSlots:
             host.users -= 1
             if host.users == 0:
                 del self._hosts[key]
-
-    def in_use(self, key: Hashable) -> int:
-        """How many slots of `key` are held right now."""
-        host = self._hosts.get(key)
-        return 0 if host is None else self.per_host - host.semaphore.value

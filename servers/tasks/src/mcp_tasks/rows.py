@@ -11,7 +11,7 @@ from mcp_batteries.errors import InvalidInput, NotFound
 from mcp_batteries.names import quote_name
 
 from mcp_tasks import validate
-from mcp_tasks.access import DEFAULT_LIST, DEFAULT_WORKSPACE, Actor, list_key, split_list_key
+from mcp_tasks.access import Actor, list_key, split_list_key
 from mcp_tasks.backend import Tx, in_list
 from mcp_tasks.models import ListInfo, Priority, Status, StatusCounts, Task, TaskRef
 
@@ -198,18 +198,6 @@ async def list_infos(tx: Tx, lists: Sequence[ListRow]) -> list[ListInfo]:
 
 async def list_info(tx: Tx, row: ListRow) -> ListInfo:
     return (await list_infos(tx, [row]))[0]
-
-
-async def home_list(tx: Tx, actor: Actor) -> ListRow | None:
-    return await find_list(tx, actor.home_workspace, DEFAULT_LIST)
-
-
-def default_list_key(actor: Actor) -> str:
-    return list_key(actor.home_workspace, DEFAULT_LIST)
-
-
-def is_default_workspace(workspace: str) -> bool:
-    return workspace == DEFAULT_WORKSPACE
 
 
 # -- tasks -------------------------------------------------------------------------------------

@@ -37,10 +37,6 @@ def task_id(value: str | int, what: str = "task_id") -> int:
     return int(found.group(1))
 
 
-def show_id(value: int) -> str:
-    return str(value)
-
-
 def title(value: str) -> str:
     text = scrub(value).strip()
     if not text:
