@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 import httpx
 from anyio.abc import SocketStream
-from mcp_batteries.events import EventStores
+from mcp_batteries._transport.events import EventStores
 from mcp_batteries.testing import connect_http, http_server, serve_http_in_process
 from mcp_filesystem.__main__ import definition
 from mcp_filesystem.config import FilesystemSettings

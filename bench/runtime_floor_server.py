@@ -6,9 +6,8 @@ MCP Batteries runtime adds to every call (middleware, interest tracking, error m
 
 from __future__ import annotations
 
-from mcp_batteries.app import BatteriesServer
-from mcp_batteries.definition import ServerDefinition
-from mcp_batteries.settings import ServerSettings
+from mcp_batteries.definition import ServerDefinition, ServerSettings
+from mcp_batteries.server import BatteriesServer
 
 
 class FloorSettings(ServerSettings):

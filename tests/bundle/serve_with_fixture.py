@@ -11,8 +11,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from mcp_batteries.bundle.serve import serve_main
-from mcp_batteries.definition import discover
+from mcp_batteries._bundle.serve import serve_main
+from mcp_batteries._entry.definition import discover
 
 FIXTURE = Path(__file__).resolve().parents[1] / "conformance" / "fixture_server.py"
 

@@ -1,6 +1,6 @@
 """`mcp-batteries config`: each client's documented shape, and merging into its file safely.
 
-The shapes checked here are the ones each client documents (see `mcp_batteries.bundle.clients`):
+The shapes checked here are the ones each client documents (see `mcp_batteries._bundle.clients`):
 Claude Desktop's `mcpServers` (stdio only, the `mcp-remote` bridge for remote servers), Claude
 Code's `.mcp.json` (`type: http` + `${VAR}`), Cursor's `${env:VAR}`, VS Code's top-level `servers`
 with `inputs`, Cline's `streamableHttp` with `disabled`/`autoApprove`.
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_batteries.bundle.clients import (
+from mcp_batteries._bundle.clients import (
     CLIENTS,
     config_main,
     default_file,

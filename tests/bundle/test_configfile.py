@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mcp_batteries.bundle.configfile import BUNDLE_FIELDS, parse_serve_args
-from mcp_batteries.definition import discover
+from mcp_batteries._bundle.configfile import BUNDLE_FIELDS, parse_serve_args
+from mcp_batteries._entry.definition import discover
 
 
 def write(tmp_path: Path, text: str) -> str:

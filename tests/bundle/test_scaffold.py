@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx2
 import pytest
 from mcp import StdioServerParameters
-from mcp_batteries.bundle.scaffold import Scaffold, add_readme_row, check_name, find_checkout, new_server
+from mcp_batteries._bundle.scaffold import Scaffold, add_readme_row, check_name, find_checkout, new_server
 from mcp_batteries.errors import ConfigError
 from mcp_batteries.testing import connect, connect_http, script_path
 

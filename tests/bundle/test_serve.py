@@ -22,11 +22,19 @@ import anyio
 import httpx2
 import pytest
 from mcp.types import ListRootsResult, Root
-from mcp_batteries.app import BatteriesServer
-from mcp_batteries.definition import ServerDefinition, discover
-from mcp_batteries.settings import ServerSettings
-from mcp_batteries.testing import ERAS, Era, Notifications, connect_http, http_server, legacy_subscribe
-from mcp_batteries.testing_oauth import AUDIENCE, TestIssuer
+from mcp_batteries._core.app import BatteriesServer
+from mcp_batteries._core.settings import ServerSettings
+from mcp_batteries._entry.definition import ServerDefinition, discover
+from mcp_batteries.testing import (
+    AUDIENCE,
+    ERAS,
+    Era,
+    Notifications,
+    TestIssuer,
+    connect_http,
+    http_server,
+    legacy_subscribe,
+)
 
 from .conftest import bundle_process, running_bundle
 
@@ -374,7 +382,7 @@ async def test_sigterm_lets_calls_in_flight_finish_then_closes_sessions_and_exit
 
 
 async def test_a_single_server_also_lets_calls_in_flight_finish_on_sigterm(slow_page: SlowPage) -> None:
-    # The same drain as the bundle's (mcp_batteries.http.draining_server), for one server alone.
+    # The same drain as the bundle's (mcp_batteries._transport.http.draining_server), for one server alone.
     call = {
         "jsonrpc": "2.0",
         "id": 9,

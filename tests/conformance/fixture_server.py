@@ -36,11 +36,11 @@ from mcp.types import (
     TextContent,
     TextResourceContents,
 )
-from mcp_batteries import sdk
-from mcp_batteries.app import BatteriesServer
-from mcp_batteries.definition import ServerDefinition
+from mcp_batteries._core.app import BatteriesServer
+from mcp_batteries._core.settings import ServerSettings
+from mcp_batteries._entry.definition import ServerDefinition
+from mcp_batteries._protocol import sdk
 from mcp_batteries.errors import InvalidInput
-from mcp_batteries.settings import ServerSettings
 from pydantic import BaseModel
 
 #: A 1x1 red PNG pixel and a minimal WAV file (the suite's own test data).

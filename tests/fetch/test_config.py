@@ -7,8 +7,7 @@ import os
 import subprocess
 
 import pytest
-from mcp_batteries.cli import parse_settings
-from mcp_batteries.testing import script_path
+from mcp_batteries.testing import parse_settings, script_path
 from mcp_fetch.config import FetchServerSettings, fetch_settings
 
 SCRIPT = "mcp-batteries-fetch"

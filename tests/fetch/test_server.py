@@ -267,7 +267,7 @@ async def test_overlapping_clients_share_one_fetcher(site: Site) -> None:
 
 
 def test_flags_become_fetch_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_batteries.cli import parse_settings
+    from mcp_batteries.testing import parse_settings
     from mcp_fetch.config import fetch_settings
 
     parsed = parse_settings(

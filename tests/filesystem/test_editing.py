@@ -252,7 +252,7 @@ def test_edit_file_missing_file_is_not_found(tmp_path: Path) -> None:
 
 
 def test_edit_file_edits_non_utf8_as_windows_1252_and_keeps_other_bytes(tmp_path: Path) -> None:
-    from mcp_batteries.paths import AllowedDirectories
+    from mcp_batteries.safety import AllowedDirectories
     from mcp_filesystem.editing import edit_file_in
 
     root = tmp_path.resolve()
@@ -267,7 +267,7 @@ def test_edit_file_edits_non_utf8_as_windows_1252_and_keeps_other_bytes(tmp_path
 
 
 def test_edit_file_refuses_characters_windows_1252_cannot_hold(tmp_path: Path) -> None:
-    from mcp_batteries.paths import AllowedDirectories
+    from mcp_batteries.safety import AllowedDirectories
     from mcp_filesystem.editing import edit_file_in
 
     root = tmp_path.resolve()
@@ -307,7 +307,7 @@ def test_new_text_with_dollar_and_backslashes_is_literal() -> None:
 
 
 def test_edit_file_in_reads_and_writes_through_the_safe_layer(tmp_path: Path) -> None:
-    from mcp_batteries.paths import AllowedDirectories
+    from mcp_batteries.safety import AllowedDirectories
     from mcp_filesystem.editing import edit_file_in
 
     root = tmp_path.resolve()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput
-from mcp_batteries.paths import AllowedDirectories, resolve_path
+from mcp_batteries.safety import AllowedDirectories, resolve_path
 from mcp_filesystem import tools
 from mcp_filesystem.reading import read_multiple_files, read_text_file
 from mcp_filesystem.tools import Job

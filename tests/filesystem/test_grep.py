@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from mcp_batteries.errors import AccessDenied, InvalidInput, NotFound
-from mcp_batteries.paths import AllowedDirectories
+from mcp_batteries.safety import AllowedDirectories
 from mcp_filesystem import grep as grep_module
 from mcp_filesystem.grep import MAX_LINE_CHARS, GrepResult
 

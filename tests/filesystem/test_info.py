@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from mcp_batteries.errors import AccessDenied, NotFound
-from mcp_batteries.paths import AllowedDirectories
+from mcp_batteries.safety import AllowedDirectories
 from mcp_filesystem.info import get_file_info, guess_mime_type, sniff_mime_type
 
 

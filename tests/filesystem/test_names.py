@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_batteries.names import quote_name, quote_path
-from mcp_batteries.paths import AllowedDirectories
+from mcp_batteries.safety import AllowedDirectories, quote_name, quote_path
 from mcp_batteries.testing import (
     ERAS,
     Era,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from mcp_batteries.errors import InvalidInput, LimitExceeded, NotFound
-from mcp_batteries.paths import AllowedDirectories
+from mcp_batteries.safety import AllowedDirectories
 from mcp_filesystem.reading import read_media_file, read_multiple_files, read_text_file
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"\x00" * 20

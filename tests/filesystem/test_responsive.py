@@ -16,9 +16,9 @@ import anyio
 import pytest
 from mcp import MCPDeprecationWarning
 from mcp_batteries.errors import LimitExceeded
-from mcp_batteries.paths import AllowedDirectories
-from mcp_batteries.progress import Cancelled, CancelToken, run_cancellable
+from mcp_batteries.safety import AllowedDirectories
 from mcp_batteries.testing import connect, stdio_params
+from mcp_batteries.work import Cancelled, CancelToken, run_cancellable
 from mcp_filesystem import grep, walking
 
 HOSTILE = "(a|a)+$"  # exponential on a backtracking engine, `regex` included

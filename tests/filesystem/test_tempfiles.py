@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp_batteries.paths import AllowedDirectories
+from mcp_batteries.safety import AllowedDirectories
 from mcp_filesystem import catalog, grep, walking, writing
 from mcp_filesystem.tempfiles import STALE_AFTER_S, is_temp_name, new_temp_name
 
@@ -83,7 +83,7 @@ def test_a_write_killed_midway_leaves_a_temporary_file_that_is_hidden_then_swept
     allowed = AllowedDirectories([root])
     # A child process writes a big file and is killed with SIGKILL while writing it.
     script = (
-        "import sys; from mcp_batteries.paths import AllowedDirectories; "
+        "import sys; from mcp_batteries.safety import AllowedDirectories; "
         "from mcp_filesystem import writing; "
         "writing._write_all = lambda fd, data: (__import__('os').write(fd, data[:4096]), "
         "sys.stdout.write('writing\\n'), sys.stdout.flush(), __import__('time').sleep(60)); "

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from mcp_batteries.errors import InvalidInput, NotFound
-from mcp_batteries.paths import AllowedDirectories
+from mcp_batteries.safety import AllowedDirectories
 from mcp_filesystem import walking
 from mcp_filesystem.patterns import ExcludeMatcher, compile_glob, expand_braces, gitignored, parse_gitignore
 from mcp_filesystem.walker import Walker

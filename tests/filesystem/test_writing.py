@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from mcp_batteries.errors import AccessDenied, InvalidInput, NotFound
-from mcp_batteries.paths import AllowedDirectories
+from mcp_batteries.safety import AllowedDirectories
 from mcp_filesystem import writing
 from mcp_filesystem.writing import (
     TEMP_PREFIX,

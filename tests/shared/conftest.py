@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mcp_batteries.app import BatteriesServer
+from mcp_batteries._core.app import BatteriesServer
+from mcp_batteries._core.settings import ServerSettings
 from mcp_batteries.errors import AccessDenied, NotFound
-from mcp_batteries.settings import ServerSettings
 
 
 class DemoSettings(ServerSettings):

@@ -24,11 +24,11 @@ import anyio
 from mcp import StdioServerParameters
 from mcp.server.mcpserver import Context
 from mcp.types import Resource
-from mcp_batteries.app import BatteriesServer
-from mcp_batteries.definition import ServerDefinition
+from mcp_batteries._core.app import BatteriesServer
+from mcp_batteries._core.settings import ServerSettings
+from mcp_batteries._entry.definition import ServerDefinition
+from mcp_batteries._work.progress import in_thread
 from mcp_batteries.errors import AccessDenied, InvalidInput, LimitExceeded, NotFound, UpstreamError
-from mcp_batteries.progress import in_thread
-from mcp_batteries.settings import ServerSettings
 from mcp_batteries.testing import RunningServer
 from pydantic import BaseModel, Field
 

@@ -11,7 +11,7 @@ from typing import Any
 import asyncpg
 import pytest
 from mcp_batteries.errors import UpstreamError
-from mcp_batteries.names import quote_name
+from mcp_batteries.safety import quote_name
 from mcp_batteries.testing import ERAS, Era, connect
 from mcp_sql.config import SqlSettings
 from mcp_sql.database import Database, open_database

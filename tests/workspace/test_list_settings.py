@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_batteries.cli import _is_list, _positional_field, parse_settings
-from mcp_batteries.definition import ServerDefinition, discover
+from mcp_batteries._core.cli import _is_list, _positional_field, parse_settings
+from mcp_batteries._entry.definition import ServerDefinition, discover
 
 DEFINITIONS = discover()
 

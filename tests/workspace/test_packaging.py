@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from mcp_batteries.definition import ENTRY_POINT_GROUP, ServerDefinition, discover
+from mcp_batteries._entry.definition import ENTRY_POINT_GROUP, ServerDefinition, discover
 from mcp_batteries.testing import ERAS, Era, connect, script_path, stdio_params
 
 ROOT = Path(__file__).resolve().parents[2]

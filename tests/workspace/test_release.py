@@ -167,7 +167,7 @@ async def test_built_wheels_install_from_a_folder_and_every_console_script_runs(
     with zipfile.ZipFile(dist / f"mcp_batteries-{version}-py3-none-any.whl") as runtime:
         packaged = set(runtime.namelist())
     # `mcp-batteries new` works from the installed package: its templates are in the wheel.
-    assert "mcp_batteries/bundle/templates/server/src/package/server.py.tmpl" in packaged
+    assert "mcp_batteries/_bundle/templates/server/src/package/server.py.tmpl" in packaged
     assert "mcp_batteries/py.typed" in packaged
 
     venv = tmp_path / "fresh"
@@ -177,7 +177,7 @@ async def test_built_wheels_install_from_a_folder_and_every_console_script_runs(
     run(uv(), "pip", "install", "--quiet", "--python", str(python), "--find-links", str(dist),
         *(f"{name}=={version}" for name in sorted(names)))  # fmt: skip
     installed = run(
-        str(python), "-c", "import mcp_batteries.bundle, sys; print(mcp_batteries.bundle.__file__)"
+        str(python), "-c", "import mcp_batteries._bundle, sys; print(mcp_batteries._bundle.__file__)"
     )
     assert str(venv) in installed.stdout  # our runtime, from the wheel, not the workspace
 

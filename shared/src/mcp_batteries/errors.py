@@ -15,6 +15,16 @@ JSON-RPC errors with the right codes.
 
 from __future__ import annotations
 
+__all__ = [
+    "AccessDenied",
+    "BatteriesError",
+    "ConfigError",
+    "InvalidInput",
+    "LimitExceeded",
+    "NotFound",
+    "UpstreamError",
+]
+
 
 class BatteriesError(Exception):
     """A failure whose message is written for the model: what was rejected and what is allowed."""

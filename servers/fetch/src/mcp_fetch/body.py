@@ -13,7 +13,7 @@ import zlib
 from typing import Literal
 
 from mcp_batteries.errors import UpstreamError
-from mcp_batteries.names import scrub
+from mcp_batteries.safety import scrub
 
 # Only what the standard library can decode is advertised; brotli/zstd would need extra packages.
 ACCEPT_ENCODING = "gzip, deflate"
@@ -206,7 +206,7 @@ def kind_of(mime: str) -> Kind:
 # UTF-8 page is common); bytes declared (or taken) as UTF-8 in which no valid multi-byte sequence
 # outweighs the invalid bytes are windows-1252.
 # Undecodable bytes that remain become U+FFFD (the replacement character), and the text is passed
-# through `mcp_batteries.names.scrub`, so a decoded page can always be serialized into a reply.
+# through `mcp_batteries.safety.scrub`, so a decoded page can always be serialized into a reply.
 
 _LABEL_ALIASES = {
     "iso-8859-1": "cp1252", "iso8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ipaddress
 
+from mcp_batteries.definition import NameList, ServerSettings
 from mcp_batteries.errors import ConfigError
-from mcp_batteries.settings import NameList, ServerSettings
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from mcp_fetch.client import FetchSettings

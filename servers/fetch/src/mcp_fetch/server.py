@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from mcp.types import ImageContent, TextContent
-from mcp_batteries.app import BatteriesServer
+from mcp_batteries.server import BatteriesServer
 from pydantic import Field
 
 from mcp_fetch.config import FetchServerSettings, fetch_settings

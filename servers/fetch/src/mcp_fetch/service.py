@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from mcp_batteries.errors import BatteriesError
-from mcp_batteries.names import scrub
+from mcp_batteries.safety import scrub
 
 from .client import Fetcher, FetchResult, FetchSettings, Format
 from .netguard import Resolver

@@ -1,6 +1,6 @@
 """Every tool's first step: the caller's path string, as shown to it, to a safe real path.
 
-Paths reach the model in one reversible form (`mcp_batteries.names`: git-style C quoting for
+Paths reach the model in one reversible form (`mcp_batteries.safety`: git-style C quoting for
 names that are not clean text) and come back in that form, so every entry point unquotes before
 `resolve_path` checks containment. Everything here runs in the worker thread with the rest of
 the tool's work: resolving stats the file system.
@@ -11,8 +11,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mcp_batteries.names import quote_name, quote_path, unquote_path
-from mcp_batteries.paths import AllowedDirectories, open_path_for_read, resolve_path
+from mcp_batteries.safety import (
+    AllowedDirectories,
+    open_path_for_read,
+    quote_name,
+    quote_path,
+    resolve_path,
+    unquote_path,
+)
 
 __all__ = ["open_to_read", "quote_name", "quote_path", "resolve"]
 

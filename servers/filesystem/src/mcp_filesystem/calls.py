@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from mcp_batteries.paths import AllowedDirectories
-from mcp_batteries.progress import in_thread, progress_reporter, run_cancellable
-from mcp_batteries.roots import RootsTracker
+from mcp_batteries.live import RootsTracker
+from mcp_batteries.safety import AllowedDirectories
+from mcp_batteries.work import in_thread, progress_reporter, run_cancellable
 
 from mcp_filesystem.tools import Job
 

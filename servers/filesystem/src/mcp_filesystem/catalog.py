@@ -20,16 +20,16 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from mcp_batteries.errors import InvalidInput, LimitExceeded
-from mcp_batteries.names import is_plain
-from mcp_batteries.paths import (
+from mcp_batteries.safety import (
     AllowedDirectories,
     display_path,
     file_uri_to_path,
+    is_plain,
     open_dir_fd,
     open_for_read,
     resolve_path,
 )
-from mcp_batteries.progress import NEVER, CancelToken
+from mcp_batteries.work import NEVER, CancelToken
 
 from mcp_filesystem.access import quote_name, quote_path
 from mcp_filesystem.info import guess_mime_type, sniff_mime_type

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_batteries.settings import PathList, ServerSettings
+from mcp_batteries.definition import PathList, ServerSettings
 from pydantic import Field
 
 

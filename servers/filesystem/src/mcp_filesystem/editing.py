@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_batteries.errors import InvalidInput, LimitExceeded, NotFound
-from mcp_batteries.paths import AllowedDirectories, open_for_read
+from mcp_batteries.safety import AllowedDirectories, open_for_read
 
 from mcp_filesystem.access import quote_path, resolve
 from mcp_filesystem.encoding import Encoding, decode

@@ -25,8 +25,8 @@ from typing import Any
 
 import regex  # type: ignore[import-untyped]  # no stubs in the workspace; used through `Any`
 from mcp_batteries.errors import InvalidInput, LimitExceeded
-from mcp_batteries.paths import AllowedDirectories, open_for_read
-from mcp_batteries.progress import NEVER, CancelToken
+from mcp_batteries.safety import AllowedDirectories, open_for_read
+from mcp_batteries.work import NEVER, CancelToken
 
 from mcp_filesystem.access import quote_path, resolve
 from mcp_filesystem.encoding import decode

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from mcp_batteries.paths import (
+from mcp_batteries.safety import (
     AllowedDirectories,
     display_path,
     symlink_target_within,

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
-from mcp_batteries.paths import AllowedDirectories, file_uri_to_path
-from mcp_batteries.watch import WatchTarget, has_more_directories
+from mcp_batteries.live import WatchTarget, has_more_directories
+from mcp_batteries.safety import AllowedDirectories, file_uri_to_path
 
 logger = logging.getLogger(__name__)
 

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from mcp_batteries.errors import BatteriesError, InvalidInput, LimitExceeded
-from mcp_batteries.names import unquote_path
-from mcp_batteries.paths import AllowedDirectories
+from mcp_batteries.safety import AllowedDirectories, unquote_path
 
 from mcp_filesystem.access import open_to_read, quote_path
 from mcp_filesystem.encoding import Encoding, decode, utf8_boundary

@@ -10,10 +10,9 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.types import AudioContent, Completion, ImageContent, Resource, ResourceTemplateReference
-from mcp_batteries.app import BatteriesServer
-from mcp_batteries.live import LiveResources
-from mcp_batteries.paths import AllowedDirectories
-from mcp_batteries.roots import RootsTracker
+from mcp_batteries.live import LiveResources, RootsTracker
+from mcp_batteries.safety import AllowedDirectories
+from mcp_batteries.server import BatteriesServer
 from pydantic import BaseModel, Field
 
 from mcp_filesystem import catalog, tools

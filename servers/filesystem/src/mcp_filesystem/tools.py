@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mcp_batteries.paths import AllowedDirectories
-from mcp_batteries.progress import NEVER, CancelToken
+from mcp_batteries.safety import AllowedDirectories
+from mcp_batteries.work import NEVER, CancelToken
 
 from mcp_filesystem import catalog, editing, reading, walking, writing
 from mcp_filesystem import grep as grep_module

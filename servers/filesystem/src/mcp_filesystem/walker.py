@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_batteries.errors import InvalidInput
-from mcp_batteries.paths import AllowedDirectories, open_dir_fd
-from mcp_batteries.progress import NEVER, CancelToken
+from mcp_batteries.safety import AllowedDirectories, open_dir_fd
+from mcp_batteries.work import NEVER, CancelToken
 
 from mcp_filesystem.patterns import ExcludeMatcher, IgnoreLayer, gitignored, parse_gitignore
 from mcp_filesystem.tempfiles import is_temp_name, remove_if_stale

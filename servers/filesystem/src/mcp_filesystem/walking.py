@@ -5,7 +5,7 @@ Each entry point takes the allowed directories and the caller's raw path and che
 itself (``access.resolve``); directories are read through descriptors opened component by
 component from their allowed root, and symlinks are never followed: they are shown as links,
 never entered, and sized with ``lstat``. Names are shown in the one reversible form of
-``mcp_batteries.names`` (git-style quoting when a name is not clean text), which every path
+``mcp_batteries.safety`` (git-style quoting when a name is not clean text), which every path
 argument accepts back. Glob and exclude semantics are in ``patterns.py``.
 """
 
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mcp_batteries.errors import InvalidInput
-from mcp_batteries.paths import AllowedDirectories, open_dir_fd, translate_os_error
-from mcp_batteries.progress import NEVER, CancelToken
+from mcp_batteries.safety import AllowedDirectories, open_dir_fd, translate_os_error
+from mcp_batteries.work import NEVER, CancelToken
 
 from mcp_filesystem.access import quote_name, quote_path, resolve
 from mcp_filesystem.patterns import compile_glob, has_glob_chars
@@ -235,7 +235,7 @@ def directory_tree(
     children were not (fully) listed, because of ``max_depth`` or the entry limit, carries
     ``"truncated": true``. JSON is compact by default (about half the tokens of the reference's
     2-space indent, same structure); ``pretty=True`` gives the reference's indentation. Names are
-    shown quoted when they are not clean text (see ``mcp_batteries.names``).
+    shown quoted when they are not clean text (see ``mcp_batteries.safety``).
     """
     if max_depth is not None and max_depth < 1:
         raise InvalidInput("max_depth must be at least 1 (1 lists only the directory's own entries).")

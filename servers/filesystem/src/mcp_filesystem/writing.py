@@ -29,14 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput, UpstreamError
-from mcp_batteries.names import unquote_path
-from mcp_batteries.paths import (
+from mcp_batteries.safety import (
     AllowedDirectories,
     display_path,
     open_dir_fd,
     open_for_read,
     open_parent_dir,
     translate_os_error,
+    unquote_path,
 )
 
 from mcp_filesystem.access import quote_path, resolve

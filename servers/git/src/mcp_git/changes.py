@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mcp_batteries.errors import InvalidInput
-from mcp_batteries.names import quote_path
+from mcp_batteries.safety import quote_path
 
 from mcp_git.checks import branch_name, resolve_commit, worktree_path
 from mcp_git.history import has_commits

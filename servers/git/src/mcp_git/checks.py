@@ -18,8 +18,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from mcp_batteries.errors import AccessDenied, InvalidInput, NotFound
-from mcp_batteries.names import quote_name, quote_path, unquote_name, unquote_path
-from mcp_batteries.paths import AllowedDirectories, resolve_path
+from mcp_batteries.safety import (
+    AllowedDirectories,
+    quote_name,
+    quote_path,
+    resolve_path,
+    unquote_name,
+    unquote_path,
+)
 
 from mcp_git.repository import Repository
 from mcp_git.runner import Git

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from mcp_batteries.errors import InvalidInput, NotFound, UpstreamError
-from mcp_batteries.names import quote_name
+from mcp_batteries.safety import quote_name
 
 from mcp_git.checks import (
     ref_name_problem,

@@ -27,8 +27,7 @@ from collections.abc import Iterable, Sequence
 
 import anyio
 from mcp_batteries.errors import BatteriesError
-from mcp_batteries.live import Changes, Hits
-from mcp_batteries.watch import WatchTarget, has_more_directories
+from mcp_batteries.live import Changes, Hits, WatchTarget, has_more_directories
 
 from mcp_git.resources import GitUri, fingerprint
 from mcp_git.runner import off_loop

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mcp_batteries.errors import InvalidInput, NotFound
-from mcp_batteries.names import quote_name, unquote_name
+from mcp_batteries.safety import quote_name, unquote_name
 
 from mcp_git.checks import branch_name, check_remote_url, remote_name
 from mcp_git.refs import effective_urls, redact, remote_names

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_batteries.errors import InvalidInput, NotFound
-from mcp_batteries.names import quote_path
+from mcp_batteries.safety import quote_path
 
 __all__ = ["Repository", "find_worktree_root", "is_bare_repository", "is_repository", "locate"]
 

@@ -4,7 +4,7 @@ Every command goes through `Git.run` or `Git.records`, which build the command l
 (`git --no-pager --literal-pathspecs -c ... SUBCOMMAND ARGS`) and start it through GitPython's
 `repo.git.execute` — never a shell string. Outputs are bytes: callers decode names with
 `os.fsdecode` (undecodable bytes survive as surrogate escapes) and show them with
-`mcp_batteries.names.quote_name`.
+`mcp_batteries.safety.quote_name`.
 
 Calls block; the server layer runs them with `off_loop`, which also makes them cancellable: a
 cancelled request kills its git process (and that process's children) at once.

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_batteries.errors import AccessDenied, ConfigError, InvalidInput, NotFound
-from mcp_batteries.names import quote_path, unquote_path
-from mcp_batteries.paths import AllowedDirectories, resolve_path
+from mcp_batteries.safety import AllowedDirectories, quote_path, resolve_path, unquote_path
 
 from mcp_git.repository import Repository, find_worktree_root, is_repository, locate
 

@@ -18,10 +18,9 @@ from mcp.types import (
     ResourceTemplateReference,
     TextContent,
 )
-from mcp_batteries.app import BatteriesServer
 from mcp_batteries.errors import InvalidInput
-from mcp_batteries.live import LiveResources
-from mcp_batteries.roots import RootsTracker
+from mcp_batteries.live import LiveResources, RootsTracker
+from mcp_batteries.server import BatteriesServer
 from pydantic import BaseModel, Field
 
 from mcp_git import changes, history, network, prompts, refs, resources

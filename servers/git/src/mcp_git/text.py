@@ -1,7 +1,7 @@
 r"""git's bytes as reply text: names in the one reversible form, free text never breaking a reply.
 
 - Names (paths, branch and tag names, author names) come from `-z` outputs as bytes and are
-  shown with `mcp_batteries.names.quote_name`: printable UTF-8 as it is, anything else in git's
+  shown with `mcp_batteries.safety.quote_name`: printable UTF-8 as it is, anything else in git's
   C quoting (`"bad\377name.txt"`), which every tool accepts back as input.
 - Free text (commit messages, file contents in diffs) is decoded as UTF-8; bytes that are not
   UTF-8 become `\xNN` escapes, so a Latin-1 file or message never breaks a reply.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 
-from mcp_batteries.names import quote_name, unquote_name
+from mcp_batteries.safety import quote_name, unquote_name
 
 __all__ = ["free_text", "name", "patch_text"]
 

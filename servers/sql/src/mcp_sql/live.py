@@ -13,8 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
-from mcp_batteries.live import Changes, Hits
-from mcp_batteries.watch import WatchTarget
+from mcp_batteries.live import Changes, Hits, WatchTarget
 
 from mcp_sql.database import Database
 from mcp_sql.uris import parse_uri, schema_uri, table_uri

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_batteries.names import quote_name
+from mcp_batteries.safety import quote_name
 
 from mcp_sql.models import ExecuteResult, QueryResult, SchemaInfo, TableInfo
 from mcp_sql.render import safe_text, text_table

@@ -2,7 +2,7 @@
 
 `Databases` is what the tools, resources, completions and subscriptions of server.py reach the
 databases through. Names that are not clean text (control characters, bytes that are not UTF-8)
-are shown in the quoted form of `mcp_batteries.names` and accepted back in that form.
+are shown in the quoted form of `mcp_batteries.safety` and accepted back in that form.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_batteries.errors import AccessDenied, InvalidInput, NotFound
-from mcp_batteries.names import quote_name, unquote_name
+from mcp_batteries.safety import quote_name, unquote_name
 
 from mcp_sql import present
 from mcp_sql.config import SqlSettings

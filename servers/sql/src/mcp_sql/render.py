@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from mcp_batteries.names import quote_name
+from mcp_batteries.safety import quote_name
 
 from mcp_sql.models import QueryResult, TableDescription
 
@@ -136,7 +136,7 @@ def quote_ident(name: str) -> str:
 
 def _ident(name: str) -> str:
     # Quote only when needed so the rendering reads like hand-written DDL; a name with control or
-    # invisible characters is shown in the quoted form of mcp_batteries.names (docs/sql.md).
+    # invisible characters is shown in the quoted form of mcp_batteries.safety (docs/sql.md).
     if name.isidentifier() and name == name.lower() and name.isascii():
         return name
     return quote_ident(name) if name.isprintable() else quote_name(name)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from mcp.types import CallToolResult, Completion, Resource, ResourceTemplateReference, TextContent
-from mcp_batteries.app import BatteriesServer
 from mcp_batteries.live import LiveResources
+from mcp_batteries.server import BatteriesServer
 from pydantic import Field
 
 from mcp_sql import present

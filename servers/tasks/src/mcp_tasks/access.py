@@ -23,7 +23,7 @@ DEFAULT_LIST = "inbox"
 
 @dataclass(frozen=True)
 class Actor:
-    """The caller as the domain sees it (built from `mcp_batteries.identity.Caller`)."""
+    """The caller as the domain sees it (built from `mcp_batteries.server.Caller`)."""
 
     subject: str
     name: str

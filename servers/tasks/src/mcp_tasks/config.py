@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from mcp_batteries.settings import ServerSettings
+from mcp_batteries.definition import ServerSettings
 from pydantic import Field, model_validator
 
 

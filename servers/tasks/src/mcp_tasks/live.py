@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp_batteries.live import Changes, Hits, LiveResources
-from mcp_batteries.watch import WatchTarget
+from mcp_batteries.live import Changes, Hits, LiveResources, WatchTarget
 
 from mcp_tasks.changes import ChangeSet
 from mcp_tasks.postgres_backend import PostgresBackend

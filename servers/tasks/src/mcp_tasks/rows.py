@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from mcp_batteries.errors import InvalidInput, NotFound
-from mcp_batteries.names import quote_name
+from mcp_batteries.safety import quote_name
 
 from mcp_tasks import validate
 from mcp_tasks.access import Actor, list_key, split_list_key

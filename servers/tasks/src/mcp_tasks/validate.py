@@ -6,7 +6,7 @@ import re
 from datetime import UTC, date, datetime, timedelta
 
 from mcp_batteries.errors import InvalidInput
-from mcp_batteries.names import scrub
+from mcp_batteries.safety import scrub
 
 from mcp_tasks.models import PRIORITIES, STATUSES, Priority, Status
 

@@ -1,0 +1,48 @@
+"""Public: the rules every server applies to what it is given and what it shows.
+
+    from mcp_batteries.safety import AllowedDirectories, resolve_path, open_for_read, quote_name
+
+- paths: the one containment function (`resolve_path` / `AllowedDirectories`) and race-free open
+  primitives that re-check at use time (no symlink leads outside an allowed directory);
+- names: the one reversible form for names that are not clean text (git-style quoting), and
+  `scrub` for text that must not carry control characters.
+"""
+
+from mcp_batteries._safety.names import is_plain, quote_name, quote_path, scrub, unquote_name, unquote_path
+from mcp_batteries._safety.paths import (
+    NAME_MAX,
+    PATH_MAX,
+    AllowedDirectories,
+    display_path,
+    file_uri_to_path,
+    open_dir_fd,
+    open_for_read,
+    open_parent_dir,
+    open_path_for_read,
+    resolve_path,
+    stat_within,
+    symlink_target_within,
+    translate_os_error,
+)
+
+__all__ = [
+    "NAME_MAX",
+    "PATH_MAX",
+    "AllowedDirectories",
+    "display_path",
+    "file_uri_to_path",
+    "is_plain",
+    "open_dir_fd",
+    "open_for_read",
+    "open_parent_dir",
+    "open_path_for_read",
+    "quote_name",
+    "quote_path",
+    "resolve_path",
+    "scrub",
+    "stat_within",
+    "symlink_target_within",
+    "translate_os_error",
+    "unquote_name",
+    "unquote_path",
+]

@@ -1,0 +1,14 @@
+"""Public: what a server's `server.py` registers through.
+
+    from mcp_batteries.server import BatteriesServer, current_caller
+
+`BatteriesServer` is the SDK's `MCPServer` with what every server needs: tools filtered by
+read-only mode and the operator's lists, annotations always set, strict arguments, domain errors
+mapped, subscriptions and notifications for both protocol eras. `current_caller()` says who is
+calling (the same `Caller` on stdio, with tokens or with OAuth).
+"""
+
+from mcp_batteries._core.app import BatteriesServer
+from mcp_batteries._core.identity import Caller, current_caller
+
+__all__ = ["BatteriesServer", "Caller", "current_caller"]
