@@ -40,6 +40,7 @@ from functools import cache
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from .model import Document, DocumentError, DocumentLimits, FailureKind, Output
@@ -128,10 +129,6 @@ async def _run(job: Job, budget: Budget, deadline: float) -> Document:
         target=_child, args=(sender, job, budget.memory_bytes), name="mcp-fetch-convert", daemon=True
     )
     started = time.perf_counter()
-    try:
-        await anyio.to_thread.run_sync(process.start)
-    finally:
-        sender.close()
     timed_out = False
     payload: bytes | None = None
 
@@ -141,25 +138,35 @@ async def _run(job: Job, budget: Budget, deadline: float) -> Document:
             await anyio.sleep_until(deadline)
             timed_out = True
         finally:
-            # On the deadline, on cancellation and after a normal end alike: the child never outlives
-            # its request. Killing is what unblocks the reading thread if the child hangs.
+            # On the deadline and on cancellation: killing is what ends the reading thread at once.
             _kill(process)
 
     limit = 4 * job.limits.max_output_chars + 1024 * 1024
     try:
+        # Shielded: once asked to start, the process is always known here, so it is always killed.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(process.start)
+        sender.close()
         async with anyio.create_task_group() as group:
             group.start_soon(kill_at_deadline)
             try:
                 # Shielded so the thread is always awaited; the sibling task sees a cancellation and
-                # kills the child, which ends the read at once.
+                # kills the child, which ends the read.
                 with anyio.CancelScope(shield=True):
                     payload = await anyio.to_thread.run_sync(_receive, receiver, limit)
             finally:
                 group.cancel_scope.cancel()
     finally:
+        # Whatever happened (an answer, a deadline, a cancellation, an error starting it), the child
+        # never outlives its request, and it is reaped before this returns.
+        sender.close()
+        _kill(process)
         receiver.close()
-        await anyio.to_thread.run_sync(process.join, 5)
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(_join, process)
     elapsed = time.perf_counter() - started
+    # A cancelled caller gets its cancellation here, not an error about the child it killed.
+    await anyio.lowlevel.checkpoint()
     if payload is None:
         raise ConversionFailed(*_death(job, process.exitcode, timed_out, budget))
     try:
@@ -184,6 +191,11 @@ def _receive(receiver: multiprocessing.connection.Connection, limit: int) -> byt
         return receiver.recv_bytes(limit)
     except (EOFError, OSError):  # the child died or was killed, or sent more than the limit
         return None
+
+
+def _join(process: Any) -> None:
+    with contextlib.suppress(AssertionError, ValueError):  # never started
+        process.join(5)
 
 
 def _kill(process: Any) -> None:
@@ -220,6 +232,7 @@ def _death(job: Job, exitcode: int | None, timed_out: bool, budget: Budget) -> t
 
 def _child(sender: multiprocessing.connection.Connection, job: Job, memory_bytes: int) -> None:
     _protect_stdout()
+    os.environ["RUST_BACKTRACE"] = "0"  # a Rust parser out of memory logs one line, not a backtrace
     _limit_memory(memory_bytes)
     try:
         from .worker import convert

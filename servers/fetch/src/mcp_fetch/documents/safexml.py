@@ -31,6 +31,11 @@ def parse(data: bytes, *, what: str) -> etree._Element:
     try:
         root = etree.fromstring(data, parser())
     except etree.XMLSyntaxError as exc:
+        if "amplification" in str(exc):
+            raise DocumentError(
+                f'The {what} declares entities that expand explosively (a "billion laughs" attack); it '
+                "was refused without expanding them."
+            ) from exc
         raise DocumentError(f"The {what} is not well-formed XML ({exc}).") from exc
     if root is None:
         raise DocumentError(f"The {what} is empty.")
