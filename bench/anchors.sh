@@ -31,10 +31,13 @@ install_py_anchor() {  # name, console script, pip requirements...
 }
 install_py_anchor sqlite mcp-server-sqlite mcp-server-sqlite "mcp<2"
 install_py_anchor fetch mcp-server-fetch mcp-server-fetch
+# 4. markitdown behind its MCP server: the anchor of fetch's document workloads (bench/fetch.py --documents).
+install_py_anchor markitdown markitdown-mcp "markitdown[pdf,docx,xlsx,pptx]" markitdown-mcp
 
 fs_version="$(node -p "require('$fs_dir/node_modules/@modelcontextprotocol/server-filesystem/package.json').version")"
 echo "filesystem ($fs_version): node $fs_entry DIR"
 echo "sqlite ($("$dest/sqlite/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp-server-sqlite"), "mcp", m.version("mcp"))')): $dest/sqlite/bin/mcp-server-sqlite --db-path FILE"
 echo "fetch ($("$dest/fetch/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp-server-fetch"), "mcp", m.version("mcp"))')): $dest/fetch/bin/mcp-server-fetch --ignore-robots-txt [--allow-private-ips]"
+echo "markitdown ($("$dest/markitdown/bin/python" -c 'import importlib.metadata as m; print(m.version("markitdown"), "mcp", m.version("mcp"))')): $dest/markitdown/bin/markitdown-mcp"
 echo "  fetch note: with node on PATH it converts pages through Node (readabilipy);"
 echo "  for the pure-Python path run it with node off PATH (harness.path_without('node')), and say which."

@@ -1,8 +1,20 @@
 """Benchmark: mcp-fetch (ours) vs the reference mcp-server-fetch (Python), same run.
 
-    bash bench/anchors.sh                               # once: installs the reference server
+    bash bench/anchors.sh                               # once: installs the reference server and markitdown
     uv run --all-packages python bench/fetch.py         # full run
     uv run --all-packages python bench/fetch.py --quick # smoke check
+    uv run --all-packages python bench/fetch.py --documents   # documents: ours vs markitdown-mcp
+
+Documents (`--documents`): a 100-page PDF, a 10,000-row XLSX and a 50-slide PPTX, written by the
+tests' document maker (tests/fetch/docmaker.py) into bench/.work/fetch-docs/ and served from the
+same local server with Cache-Control: no-store, so every call downloads and converts again. The
+anchor is markitdown-mcp (Microsoft's markitdown 0.1.x behind its MCP server, tool
+`convert_to_markdown(uri)`, from PyPI in bench/.anchors/markitdown). "Time to first page" is the
+time of one call: ours returns its first chunk (5,000 characters) of the converted document,
+markitdown the whole document (it has no paging). Peak RSS: the server process (fresh process per
+repetition), and for ours also the conversion child, which the harness cannot see (it lives under
+the forkserver for ~0.1 s): ours runs with --log-level debug and its children's peaks are read from
+its log after the run.
 
 Pages are served by a local HTTP server on 127.0.0.1 started by this script: a ~2 MB HTML page and a
 ~40 kB article. Responses carry `Cache-Control: no-store`, so every call of ours downloads and
@@ -15,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import threading
 import time
@@ -71,6 +84,33 @@ def page_of(title: str, size: int) -> bytes:
 
 
 PAGES = {"/big": page_of("Big page", 2_000_000), "/article": page_of("Article", 40_000)}
+#: path -> (body, content type); filled by `documents()` when --documents is given.
+DOCUMENTS: dict[str, tuple[bytes, str]] = {}
+DOCUMENT_TYPES = {
+    ".pdf": "application/pdf",
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+}
+
+
+def documents(quick: bool) -> None:
+    """Generate (once) and load the benchmark documents."""
+    folder = Path(__file__).resolve().parent / ".work" / "fetch-docs"
+    folder.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.fetch import docmaker
+
+    sizes = {"report.pdf": 20, "data.xlsx": 1000, "deck.pptx": 10} if quick else {}
+    makers = {
+        "report.pdf": lambda: docmaker.pdf(sizes.get("report.pdf", 100), paragraphs_per_page=6),
+        "data.xlsx": lambda: docmaker.xlsx(sizes.get("data.xlsx", 10_000)),
+        "deck.pptx": lambda: docmaker.pptx(sizes.get("deck.pptx", 50)),
+    }
+    for name, make in makers.items():
+        path = folder / (("quick-" if quick else "") + name)
+        if not path.exists():
+            path.write_bytes(make())
+        DOCUMENTS["/" + name] = (path.read_bytes(), DOCUMENT_TYPES[path.suffix])
 
 
 def start_site(no_store: bool = True) -> tuple[ThreadingHTTPServer, int]:
@@ -81,7 +121,9 @@ def start_site(no_store: bool = True) -> tuple[ThreadingHTTPServer, int]:
             path = self.path.split("?", 1)[0]
             cacheable = self.path.endswith("?cacheable")
             body = PAGES.get(path)
-            if body is None:
+            if path in DOCUMENTS:
+                (body, ctype), status = DOCUMENTS[path], 200
+            elif body is None:
                 body, status, ctype = b"not found", 404, "text/plain"
             else:
                 status, ctype = 200, "text/html; charset=utf-8"
@@ -109,7 +151,82 @@ def has_text(needle: str) -> Callable[[Reply], str | None]:
     return check
 
 
+def build_documents(args: argparse.Namespace) -> Suite:
+    documents(args.quick)
+    _, port = start_site()
+    base = f"http://127.0.0.1:{port}"
+    servers = [
+        ServerSpec(
+            "ours",
+            [*args.ours_cmd.split(), "--allow-private", "--ignore-robots-txt", "--log-level", "debug"],
+            label=f"{args.ours_cmd} (pypdfium2, calamine, own PPTX reader; child process per conversion)",
+        ),
+        ServerSpec(
+            "markitdown",
+            [anchor_path("markitdown", "bin", "markitdown-mcp")],
+            label="markitdown-mcp (markitdown 0.1.x: pdfminer.six, openpyxl+pandas, python-pptx)",
+        ),
+    ]
+    checks = {"/report.pdf": "Chapter 1", "/data.xlsx": "item 1", "/deck.pptx": "Topic 2"}
+    workloads = []
+    for path, (body, _) in DOCUMENTS.items():
+        label = f"{path[1:]} ({len(body) // 1024} KiB)"
+        call = {
+            "markitdown": ("tools/call", {"name": "convert_to_markdown", "arguments": {"uri": base + path}})
+        }
+        workloads.append(
+            tool(
+                f"first page of {label}",
+                "fetch",
+                {"url": base + path},
+                repeat=7,
+                quick_repeat=2,
+                probe_pings=path == "/report.pdf",
+                overrides=call,
+                check=has_text(checks[path]),
+            )
+        )
+        workloads.append(
+            tool(
+                f"first page of {label}, fresh process",
+                "fetch",
+                {"url": base + path},
+                repeat=3,
+                quick_repeat=1,
+                fresh=True,
+                overrides=call,
+                check=has_text(checks[path]),
+            )
+        )
+    return Suite(
+        title="fetch documents: ours vs markitdown-mcp",
+        servers=servers,
+        workloads=workloads,
+        cold_starts=3,
+        quick_cold_starts=1,
+        notes=[
+            "documents: " + ", ".join(f"{p} {len(b)} B" for p, (b, _) in DOCUMENTS.items()),
+            "Cache-Control: no-store: every call downloads and converts again",
+            f"machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}",
+        ],
+    )
+
+
+def converter_peaks(log: Path) -> dict[str, int]:
+    """The largest conversion child per format, in KiB, from ours' debug log."""
+    peaks: dict[str, int] = {}
+    if not log.exists():
+        return peaks
+    for match in re.finditer(
+        r"converted (\w+) \(\d+ bytes\) in [\d.]+ s, converter peak RSS (\d+) KiB", log.read_text()
+    ):
+        peaks[match.group(1)] = max(peaks.get(match.group(1), 0), int(match.group(2)))
+    return peaks
+
+
 def build(args: argparse.Namespace) -> Suite:
+    if args.documents:
+        return build_documents(args)
     _, port = start_site()
     base = f"http://127.0.0.1:{port}"
     anchor_env = {**os.environ, "PATH": path_without("node")}
@@ -168,7 +285,18 @@ def build(args: argparse.Namespace) -> Suite:
 def main() -> None:
     parser = arg_parser(__doc__.splitlines()[0] if __doc__ else "fetch benchmark")
     parser.add_argument("--ours-cmd", default=venv_script("mcp-fetch"), help="command for our server")
+    parser.add_argument("--documents", action="store_true", help="document workloads, ours vs markitdown-mcp")
+    args = parser.parse_known_args()[0]
+    log = args.log_dir / "ours.stderr.log"
+    if args.documents and log.exists():
+        log.unlink()  # the converter peaks below are read from this run's log only
     run_cli(build, parser)
+    if args.documents:
+        peaks = converter_peaks(log)
+        print(
+            "ours' conversion child, largest peak RSS: "
+            + ", ".join(f"{k} {v / 1024:.0f} MiB" for k, v in peaks.items())
+        )
 
 
 if __name__ == "__main__":

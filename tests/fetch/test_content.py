@@ -42,12 +42,15 @@ async def test_markdown_text_html_and_raw_formats(site: Site, client: Fetcher) -
     assert markdown.status == 200 and markdown.content_type == "text/html"
 
 
-async def test_json_is_returned_as_is_with_a_notice(site: Site, client: Fetcher) -> None:
+async def test_json_is_indented_and_raw_json_is_returned_as_is(site: Site, client: Fetcher) -> None:
     body = json.dumps({"answer": 42, "items": [1, 2]})
     site.serve("/api", body, content_type="application/json")
     result = await client.fetch(site.url("/api"))
-    assert result.content == body
-    assert result.notice == "Content is application/json, not HTML; returned as-is."
+    assert result.content.startswith('```json\n{\n  "answer": 42,')
+    assert result.outline == "Document: JSON document."
+    raw = await client.fetch(site.url("/api"), raw=True)
+    assert raw.content == body
+    assert raw.notice is None
 
 
 async def test_image_is_returned_as_bytes(site: Site, client: Fetcher) -> None:
@@ -56,10 +59,12 @@ async def test_image_is_returned_as_bytes(site: Site, client: Fetcher) -> None:
     assert result.image == PNG and result.image_mime == "image/png" and result.content == ""
 
 
-async def test_pdf_is_refused_with_a_clear_explanation(site: Site, client: Fetcher) -> None:
-    site.serve("/doc.pdf", b"%PDF-1.7\n\x00\x01binary", content_type="application/pdf")
-    with pytest.raises(InvalidInput, match=r"application/pdf .* cannot be converted to text"):
-        await client.fetch(site.url("/doc.pdf"))
+async def test_binary_content_that_is_no_document_is_refused_with_a_clear_explanation(
+    site: Site, client: Fetcher
+) -> None:
+    site.serve("/blob", b"\x00\x01binary", content_type="application/x-thing")
+    with pytest.raises(InvalidInput, match=r"application/x-thing .* cannot be converted to text"):
+        await client.fetch(site.url("/blob"))
 
 
 async def test_html_without_content_type_is_sniffed(site: Site, client: Fetcher) -> None:

@@ -10,8 +10,9 @@ definition = ServerDefinition(
     settings=FetchServerSettings,
     build="mcp_fetch.server:build_server",
     description=(
-        "MCP server that fetches web pages as clean Markdown: paged, robots.txt-aware and SSRF-safe "
-        "(private and internal addresses are refused unless allowed)."
+        "MCP server that fetches web pages and documents (PDF, Word, spreadsheets, slides, EPUB) as "
+        "clean Markdown: paged, robots.txt-aware and SSRF-safe (private and internal addresses are "
+        "refused unless allowed)."
     ),
     examples=(
         ("", "stdio, for Claude Desktop, Cline, Cursor..."),

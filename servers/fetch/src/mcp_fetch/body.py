@@ -32,7 +32,7 @@ _TEXT_TYPES = frozenset(
      "application/sql", "application/graphql", "application/x-sh", "image/svg+xml",
      "application/x-ndjson", "application/csv"}
 )  # fmt: skip
-_UNINFORMATIVE_TYPES = frozenset(
+UNINFORMATIVE_TYPES = frozenset(
     {"", "application/octet-stream", "binary/octet-stream", "application/unknown"}
 )
 
@@ -178,7 +178,7 @@ def sniff(body: bytes) -> str | None:
 
 
 def effective_media_type(header_mime: str, body: bytes) -> str:
-    if header_mime in _UNINFORMATIVE_TYPES:
+    if header_mime in UNINFORMATIVE_TYPES:
         return sniff(body) or header_mime or "application/octet-stream"
     return header_mime
 

@@ -7,6 +7,11 @@ Here: the public `Fetcher`, `FetchSettings` and `FetchResult`, the content handl
 as images, text formats as they are, HTML cut at `max_convert_bytes` and converted by `extract` in a
 worker thread) and the paging cache.
 
+Documents (PDF, Word, workbooks, slides, EPUB, CSV/TSV, JSON, XML feeds) are recognised by
+`documents.detect_format` and converted by `documents.convert` in a child process under a time and
+memory budget; the converted document is cached whole, and `pages` selects its pages, sheets or
+slides when a reply is cut from it (`documents.select`), so changing pages does not refetch either.
+
 Paging cache: the converted text is cached under (URL, format, raw), so reading a long page chunk by
 chunk does not refetch it. Cache-Control no-store is honoured (never stored); max-age / no-cache set
 freshness, and stale entries are revalidated with If-None-Match / If-Modified-Since when the server sent
@@ -19,14 +24,15 @@ from __future__ import annotations
 import html as html_lib
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 import anyio.to_thread
 import httpx
-from mcp_batteries.errors import InvalidInput, UpstreamError
+from mcp_batteries.errors import InvalidInput, LimitExceeded, UpstreamError
 
+from . import documents
 from .body import decode_text, effective_media_type, kind_of, parse_content_type
 from .cache import LRUCache, freshness_of
 from .download import Downloader, DownloadSettings, Response, format_size
@@ -53,6 +59,10 @@ class FetchSettings(DownloadSettings):
     # HTML beyond this many bytes is cut off before conversion: parsing and markdownify cost
     # roughly 2-3 s of CPU per MB.
     max_convert_bytes: int = 2 * 1024 * 1024
+    # A document's conversion: wall-clock seconds and address space of its child process.
+    document_timeout: float = 30.0
+    document_memory_bytes: int = 1024 * 1024 * 1024
+    document_limits: documents.DocumentLimits = field(default_factory=documents.DocumentLimits)
 
 
 @dataclass(frozen=True)
@@ -71,6 +81,9 @@ class FetchResult:
     image: bytes | None = None
     image_mime: str | None = None
     from_cache: bool = False
+    outline: str | None = None  # for documents: what it holds and what is shown ("PDF, 120 pages...")
+    pages: str | None = None  # for documents: the selection asked for
+    next_pages: str | None = None  # for documents: the `pages` value that continues a selection
 
 
 @dataclass(frozen=True)
@@ -86,6 +99,7 @@ class _Entry:
     image: bytes | None
     etag: str | None
     last_modified: str | None
+    document: documents.Document | None = None
 
 
 class Fetcher:
@@ -106,6 +120,7 @@ class Fetcher:
         start_index: int = 0,
         max_length: int = 5000,
         check_robots: bool = True,
+        pages: str | None = None,
     ) -> FetchResult:
         if format not in _FORMATS:
             raise InvalidInput(f"format must be one of {', '.join(_FORMATS)}; got {format!r}.")
@@ -122,7 +137,7 @@ class Fetcher:
             if fresh or start_index > 0:
                 if check_robots:
                     await self._http.ensure_robots_allowed(requested, deadline)
-                return _result(url, entry, start_index, max_length, from_cache=True)
+                return _result(url, entry, start_index, max_length, pages, from_cache=True)
             if entry.etag:
                 conditional["If-None-Match"] = entry.etag
             if entry.last_modified:
@@ -133,12 +148,12 @@ class Fetcher:
         if response.status == 304 and found is not None:
             entry = found[0]
             self._store(key, entry, response.headers)
-            return _result(url, entry, start_index, max_length, from_cache=True)
+            return _result(url, entry, start_index, max_length, pages, from_cache=True)
         if response.status >= 400 or response.status == 304:
             raise _http_error(response)
         entry = await self._convert(response, format, raw)
         self._store(key, entry, response.headers)
-        return _result(url, entry, start_index, max_length)
+        return _result(url, entry, start_index, max_length, pages)
 
     async def _convert(self, response: Response, output: Output, raw: bool) -> _Entry:
         header_mime, charset = parse_content_type(response.headers.get("content-type"))
@@ -154,11 +169,22 @@ class Fetcher:
         )
         if kind == "image":
             return entry(title=None, text="", notice=None, image=response.body)
+        document_format = documents.detect_format(mime, response.body) if kind != "html" else None
+        if document_format is not None and (document_format in documents.BINARY_FORMATS or not raw):
+            return await self._convert_document(response, document_format, output, raw, charset, entry)
+        if len(response.body) > self._settings.max_download_bytes:
+            raise LimitExceeded(
+                f"{response.url} is {format_size(len(response.body))} of {mime or 'unknown content'}, larger "
+                f"than the {format_size(self._settings.max_download_bytes)} download limit for anything but "
+                "documents. The operator can raise --max-download-bytes."
+            )
         if kind == "binary":
             raise InvalidInput(
                 f"{response.url} is {mime} ({format_size(len(response.body))}), which cannot be converted "
-                "to text. This tool converts HTML to Markdown, returns text formats (plain text, JSON, XML, "
-                "CSV) as they are, and PNG, JPEG, GIF and WebP images as images."
+                "to text. This tool converts HTML pages and documents (PDF, Word .docx, Excel .xlsx/.xls, "
+                "OpenDocument .ods, PowerPoint .pptx, EPUB, CSV/TSV, JSON, XML/RSS/Atom) to Markdown, "
+                "returns "
+                "other text as it is, and PNG, JPEG, GIF and WebP images as images."
             )
         if kind == "text" or raw:
             text = decode_text(response.body, charset, is_html=kind == "html")[0]
@@ -188,17 +214,59 @@ class Fetcher:
             title=converted.title, text=converted.content, notice=" ".join(notices) or None, image=None
         )
 
+    async def _convert_document(
+        self,
+        response: Response,
+        document_format: documents.Format,
+        output: Output,
+        raw: bool,
+        charset: str | None,
+        entry: partial[_Entry],
+    ) -> _Entry:
+        settings = self._settings
+        notices = []
+        name = documents.NAMES[document_format]
+        if raw:
+            notices.append(f"raw does not apply to a {name}; its converted text follows.")
+        if output == "html":
+            notices.append(f"format html applies to web pages; the {name} is returned as Markdown.")
+        document = await documents.convert(
+            document_format,
+            response.body,
+            url=response.url,
+            output="text" if output == "text" else "markdown",
+            charset=charset,
+            limits=settings.document_limits,
+            budget=documents.Budget(settings.document_timeout, settings.document_memory_bytes),
+        )
+        notices.extend(document.notices)
+        return entry(
+            title=document.title,
+            text=document.text,
+            notice=" ".join(notices) or None,
+            image=None,
+            document=document,
+        )
+
     def _store(self, key: tuple[str, Format, bool], entry: _Entry, headers: httpx.Headers) -> None:
         freshness = freshness_of(headers)
         if not freshness.storable:
             self._pages.discard(key)
             return
         size = sys.getsizeof(entry.text) + len(entry.image or b"") + 512
+        if entry.document is not None:  # the sections hold the text a second time
+            size += sum(sys.getsizeof(section.text) for section in entry.document.sections)
         self._pages.put(key, entry, size=size, ttl=freshness.ttl, keep_for=PAGING_GRACE_SECONDS)
 
 
 def _result(
-    url: str, entry: _Entry, start_index: int, max_length: int, *, from_cache: bool = False
+    url: str,
+    entry: _Entry,
+    start_index: int,
+    max_length: int,
+    pages: str | None = None,
+    *,
+    from_cache: bool = False,
 ) -> FetchResult:
     common = {
         "url": url,
@@ -222,7 +290,16 @@ def _result(
             image=entry.image,
             image_mime=entry.content_type,
         )
-    chunk = page(entry.text, start_index, max_length)
+    text, outline, next_pages = entry.text, None, None
+    if entry.document is not None:
+        selection = documents.select(entry.document, pages)
+        text, outline, next_pages = selection.text, selection.outline, selection.next_pages
+    elif pages is not None and pages.strip():
+        raise InvalidInput(
+            f"pages applies to documents (PDF pages, workbook sheets, slides, book chapters); {url} is "
+            f"{entry.content_type}: read it with start_index."
+        )
+    chunk = page(text, start_index, max_length)
     return FetchResult(
         **common,  # type: ignore[arg-type]
         content=chunk.content,
@@ -230,6 +307,9 @@ def _result(
         start_index=chunk.start_index,
         next_start_index=chunk.next_start_index,
         truncated=chunk.truncated,
+        outline=outline,
+        pages=pages.strip() if entry.document is not None and pages and pages.strip() else None,
+        next_pages=next_pages,
     )
 
 

@@ -57,6 +57,23 @@ class FetchServerSettings(ServerSettings):
         ge=1024,
         description="Largest response body downloaded (after decompression); bigger pages are refused.",
     )
+    max_document_bytes: int = Field(
+        _DEFAULTS.max_document_bytes,
+        ge=1024,
+        description="Largest document downloaded (PDF, Office, OpenDocument, EPUB, or a body sent as "
+        "application/octet-stream); other content keeps --max-download-bytes.",
+    )
+    document_timeout: float = Field(
+        _DEFAULTS.document_timeout,
+        gt=0,
+        description="Seconds one document's conversion may take; the converter process is killed then.",
+    )
+    document_memory: int = Field(
+        _DEFAULTS.document_memory_bytes // (1024 * 1024),
+        ge=64,
+        description="MiB of memory one document's conversion may add (its process's address space).",
+        json_schema_extra={"metavar": "MIB"},
+    )
     max_redirects: int = Field(
         _DEFAULTS.max_redirects, ge=0, le=50, description="Most redirects followed for one fetch."
     )
@@ -149,6 +166,9 @@ def fetch_settings(settings: FetchServerSettings) -> FetchSettings:
         read_timeout=settings.read_timeout,
         fetch_timeout=settings.fetch_timeout,
         max_download_bytes=settings.max_download_bytes,
+        max_document_bytes=settings.max_document_bytes,
+        document_timeout=settings.document_timeout,
+        document_memory_bytes=settings.document_memory * 1024 * 1024,
         max_redirects=settings.max_redirects,
         max_connections=settings.max_fetch_connections,
         max_connections_per_host=settings.max_fetch_connections_per_host,

@@ -22,6 +22,11 @@ A fetch that waits for a slot of a busy host, or for the pool, says so when its 
 
 Size limit: `max_download_bytes` counts decoded bytes while streaming (a Content-Length above it is
 refused before reading); the read stops and the connection is dropped as soon as it is exceeded.
+A response declared as a binary document (PDF, Office, OpenDocument, EPUB) or as anonymous bytes
+(application/octet-stream, which is how many PDFs are served) may reach `max_document_bytes`
+instead: documents are often larger than pages, and they are converted in a child process with
+their own budget (`documents.isolate`). The Fetcher refuses a body that turns out not to be a
+document beyond `max_download_bytes`.
 
 Redirects are followed here (httpx's follow_redirects is off) so that each hop's URL is re-validated:
 scheme, host, address and robots.txt. Loops and more than `max_redirects` hops are refused. robots.txt
@@ -48,7 +53,15 @@ import anyio
 import httpx
 from mcp_batteries.errors import BatteriesError, LimitExceeded, UpstreamError
 
-from .body import ACCEPT_ENCODING, BodyTooLarge, BoundedDecoder, decode_text, parse_content_type
+from .body import (
+    ACCEPT_ENCODING,
+    UNINFORMATIVE_TYPES,
+    BodyTooLarge,
+    BoundedDecoder,
+    decode_text,
+    parse_content_type,
+)
+from .documents.detect import is_document_type
 from .netguard import AddressPolicy, CheckedResolver, PinnedTransport, Resolver
 from .robots import MAX_ROBOTS_BYTES, RobotsAnswer, RobotsChecker
 from .slots import HostSlots
@@ -67,6 +80,7 @@ class DownloadSettings:
     read_timeout: float = 30.0
     fetch_timeout: float = 60.0
     max_download_bytes: int = 10 * 1024 * 1024
+    max_document_bytes: int = 50 * 1024 * 1024
     max_redirects: int = 10
     allow_hosts: tuple[str, ...] = ()
     allow_private: bool = False
@@ -228,7 +242,6 @@ class Downloader:
         self, url: str, headers: dict[str, str], max_bytes: int | None, deadline: float
     ) -> Response:
         settings = self._settings
-        limit = max_bytes or settings.max_download_bytes
         remaining = deadline - anyio.current_time()
         if remaining <= 0:
             raise self._fetch_timeout(url)
@@ -248,11 +261,26 @@ class Downloader:
                     "fetches of that host, which has not answered them yet (it may be slow or hanging). Try "
                     "again later; the operator can raise --max-fetch-connections-per-host."
                 ) from exc
-            return await self._request(url, headers, limit, deadline)
+            return await self._request(url, headers, max_bytes, deadline)
 
-    async def _request(self, url: str, headers: dict[str, str], limit: int, deadline: float) -> Response:
+    def body_limit(self, content_type: str | None, max_bytes: int | None) -> tuple[int, str]:
+        """The most bytes a body may have, and the flag that sets it (see the module's docstring)."""
+        if max_bytes is not None:
+            return max_bytes, "--max-download-bytes"
+        settings = self._settings
+        mime, _ = parse_content_type(content_type)
+        if settings.max_document_bytes > settings.max_download_bytes and (
+            mime in UNINFORMATIVE_TYPES or is_document_type(mime)
+        ):
+            return settings.max_document_bytes, "--max-document-bytes"
+        return settings.max_download_bytes, "--max-download-bytes"
+
+    async def _request(
+        self, url: str, headers: dict[str, str], max_bytes: int | None, deadline: float
+    ) -> Response:
         """One GET on a connection slot already held: status, headers and the bounded, decoded body."""
         settings = self._settings
+        limit, flag = self.body_limit(None, max_bytes)
         hop_limit = settings.connect_timeout + settings.read_timeout
         remaining = deadline - anyio.current_time()
         try:
@@ -269,6 +297,7 @@ class Downloader:
                 try:
                     if response.status_code in _REDIRECT_STATUSES:
                         return Response(url, response.status_code, response.headers, b"")
+                    limit, flag = self.body_limit(response.headers.get("content-type"), max_bytes)
                     declared = response.headers.get("content-length", "")
                     if declared.isdigit() and int(declared) > limit:
                         raise BodyTooLarge()
@@ -294,7 +323,7 @@ class Downloader:
                 ) from exc
             raise LimitExceeded(
                 f"{url} is larger than the {format_size(limit)} download limit; the download was stopped. "
-                "The operator can raise --max-download-bytes."
+                f"The operator can raise {flag}."
             ) from exc
         except httpx.PoolTimeout as exc:
             raise LimitExceeded(

@@ -82,6 +82,19 @@ def convert_html(
     return Converted(title, content)
 
 
+def convert_fragment(html: str, base_url: str | None, output: Output = "markdown") -> str:
+    """All of `html`'s content (no main-content extraction: a book chapter or a feed entry is all
+    content), scripts, styles and hidden elements removed. Links are made absolute against
+    `base_url` when there is one (an EPUB's internal links have none worth resolving)."""
+    soup = BeautifulSoup(html, default_parser())
+    remove_never_content(soup)
+    root = soup.body or soup
+    normalise_structure(root)
+    if base_url is not None:
+        absolutise(root, base_url)
+    return render(root, output)
+
+
 def _document_base(soup: BeautifulSoup, base_url: str) -> str:
     base = soup.find("base", href=True)
     if isinstance(base, Tag):
@@ -110,4 +123,12 @@ def _render(root: Tag, base_url: str, output: Output) -> str:
     return render(root, output)
 
 
-__all__ = ["Converted", "Output", "convert_html", "default_parser", "html_to_markdown", "truncate_html"]
+__all__ = [
+    "Converted",
+    "Output",
+    "convert_fragment",
+    "convert_html",
+    "default_parser",
+    "html_to_markdown",
+    "truncate_html",
+]

@@ -19,7 +19,7 @@ def build_server(settings: FetchServerSettings) -> BatteriesServer:
 
     # The description names this operator's limits, so it is built from the settings.
     @server.tool(
-        title="Fetch a web page",
+        title="Fetch a web page or document",
         read_only=True,
         open_world=True,
         idempotent=True,
@@ -46,9 +46,19 @@ def build_server(settings: FetchServerSettings) -> BatteriesServer:
             Literal["markdown", "text", "html"],
             Field(description="markdown (default), plain text, or cleaned-up HTML of the main content."),
         ] = "markdown",
+        pages: Annotated[
+            str | None,
+            Field(
+                max_length=200,
+                description="Documents only: which pages of a PDF, sheets of a workbook, slides of a deck or "
+                'chapters of a book to return, counted from 1: "3", "2-5", "1,4,7-9", "10-" (to the end), '
+                "or a sheet's name. Omit it to read the whole document. The reply's \"Document:\" line says "
+                "what exists.",
+            ),
+        ] = None,
     ) -> list[TextContent | ImageContent]:
         reply = await service.tool_reply(
-            url, max_length=max_length, start_index=start_index, raw=raw, format=format
+            url, max_length=max_length, start_index=start_index, raw=raw, format=format, pages=pages
         )
         blocks: list[TextContent | ImageContent] = [TextContent(type="text", text=reply.text)]
         if reply.image is not None:

@@ -22,8 +22,11 @@ from .urls import shorten
 
 INSTRUCTIONS = """Fetches web pages (http/https) and returns their main content as Markdown, plain
 text or HTML, one chunk at a time: when a reply ends with a truncation notice, call fetch again
-with the start_index it names. JavaScript is not run. Private and internal addresses are refused
-unless the operator allowed them, and robots.txt is honoured."""
+with the start_index it names. Documents (PDF, Word, Excel and OpenDocument spreadsheets,
+PowerPoint, EPUB, CSV, JSON, RSS/Atom) come back as Markdown too; the reply's "Document:" line says
+how many pages, sheets or slides there are, and the pages argument selects some. JavaScript is not
+run. Private and internal addresses are refused unless the operator allowed them, and robots.txt is
+honoured."""
 
 #: The prompt returns the whole page in one message, up to this many characters.
 PROMPT_MAX_LENGTH = 200_000
@@ -66,10 +69,17 @@ class FetchService:
             await fetcher.aclose()
 
     async def tool_reply(
-        self, url: str, *, max_length: int, start_index: int, raw: bool, format: Format
+        self,
+        url: str,
+        *,
+        max_length: int,
+        start_index: int,
+        raw: bool,
+        format: Format,
+        pages: str | None = None,
     ) -> ToolReply:
         result = await self.fetcher.fetch(
-            url, format=format, raw=raw, start_index=start_index, max_length=max_length
+            url, format=format, raw=raw, start_index=start_index, max_length=max_length, pages=pages
         )
         if result.image is None:
             return ToolReply(render(result))
@@ -105,26 +115,39 @@ def render(result: FetchResult) -> str:
     lines = [f"{prefix}Contents of {result.final_url}:"]
     if result.title:
         lines.append(f"Title: {result.title}")
+    if result.outline:
+        lines.append(result.outline)
     text = "\n".join(lines) + "\n" + result.content
     if result.truncated and result.next_start_index is not None:
+        # The same pages value must be passed again, or the start_index would index another text.
+        same_pages = f' and the same pages="{result.pages}"' if result.pages else ""
         text += (
             f"\n\n<error>Content truncated. Call the fetch tool with a start_index of "
-            f"{result.next_start_index} to get more content.</error>"
+            f"{result.next_start_index}{same_pages} to get more content.</error>"
         )
+    elif result.next_pages:
+        text += f'\n\n(More follows: call fetch with pages="{result.next_pages}" for the next part.)'
     return text
 
 
 def tool_description(settings: FetchSettings) -> str:
     """The fetch tool's description, for the model, with the operator's actual limits."""
     mib = settings.max_download_bytes / (1024 * 1024)
+    doc_mib = max(settings.max_document_bytes, settings.max_download_bytes) / (1024 * 1024)
     return (
         "Fetch a URL from the internet and return its content: HTML pages are reduced to their main "
-        "content and converted to Markdown (or plain text / cleaned HTML with `format`); text, JSON and "
-        "XML come back as they are; PNG, JPEG, GIF and WebP images come back as images.\n\n"
+        "content and converted to Markdown (or plain text / cleaned HTML with `format`). Documents are "
+        "converted to Markdown too: PDF (by page), Word .docx, Excel .xlsx/.xls and OpenDocument .ods "
+        "(a table per sheet), PowerPoint .pptx (by slide), EPUB (by chapter), CSV/TSV (a table), JSON, "
+        "and RSS/Atom feeds (a list of entries). Other text comes back as it is; PNG, JPEG, GIF and "
+        "WebP images come back as images.\n\n"
         "Long content is returned in chunks of at most max_length characters (default 5000). When a "
         'reply ends with "<error>Content truncated...", call fetch again with the same url and the '
-        "start_index it names to read on (the page is normally not downloaded again).\n\n"
-        f"Limits: downloads are capped at {mib:g} MiB and {settings.fetch_timeout:g} s, with at most "
+        "start_index it names to read on (the page is normally not downloaded again). For a document, "
+        'the reply\'s "Document:" line says how many pages, sheets or slides it has; `pages` selects '
+        'some ("3", "2-5", a sheet name), and start_index then pages through that selection.\n\n'
+        f"Limits: downloads are capped at {mib:g} MiB ({doc_mib:g} MiB for documents) and "
+        f"{settings.fetch_timeout:g} s, with at most "
         f"{settings.max_redirects} redirects. JavaScript is NOT run, so pages that build their content "
         "in the browser may come back nearly empty. Only http:// and https:// URLs (no user:password@); "
         "private and internal network addresses are refused unless the operator allowed them"
