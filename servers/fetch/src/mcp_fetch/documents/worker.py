@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from mcp_batteries.names import scrub
+from mcp_batteries.safety import scrub
 
 from .detect import NAMES
 from .model import Document, Section
