@@ -48,7 +48,7 @@ DENIED_FUNCTIONS: frozenset[str] = frozenset(
         "sleep", "benchmark", "master_pos_wait", "source_pos_wait", "master_gtid_wait",
         "wait_for_executed_gtid_set", "wait_until_sql_thread_after_gtids",
         # named locks outlive the statement
-        "get_lock", "release_lock", "release_all_locks", "is_free_lock", "is_used_lock",
+        "get_lock", "release_lock", "release_all_locks",
         # sequences (MariaDB): NEXTVAL/SETVAL write
         "nextval", "setval", "lastval",
         # common user-defined functions that run programs
