@@ -263,7 +263,9 @@ def my_env() -> Iterator[MyEnv]:
     try:
         yield env
     finally:
-        asyncio.run(my_admin_exec(f"DROP DATABASE IF EXISTS `{database}`; DROP USER IF EXISTS '{reader}'@'%'"))
+        asyncio.run(
+            my_admin_exec(f"DROP DATABASE IF EXISTS `{database}`; DROP USER IF EXISTS '{reader}'@'%'")
+        )
 
 
 SEED_MYSQL = """
@@ -292,7 +294,9 @@ class MyAdmin:
 
     async def reseed(self) -> None:
         db = self.env.database
-        await my_admin_exec(f"DROP DATABASE IF EXISTS `{db}`; CREATE DATABASE `{db}`; USE `{db}`; {SEED_MYSQL}")
+        await my_admin_exec(
+            f"DROP DATABASE IF EXISTS `{db}`; CREATE DATABASE `{db}`; USE `{db}`; {SEED_MYSQL}"
+        )
 
 
 @pytest.fixture
@@ -303,7 +307,9 @@ async def my_admin(my_env: MyEnv) -> MyAdmin:
 
 
 async def _open_my(url: str, *, allow_write: bool, timeout: float = 5) -> Database:
-    return await open_database("main", url, allow_write=allow_write, statement_timeout_s=timeout, max_rows=100)
+    return await open_database(
+        "main", url, allow_write=allow_write, statement_timeout_s=timeout, max_rows=100
+    )
 
 
 @pytest.fixture

@@ -38,13 +38,17 @@ SEED_ROWS = [(1, "alice"), (2, "bob"), (3, "carol")]
         ("JSON_OBJECT('a', 1)", "varchar", '{"a": 1}'),
     ],
 )  # fmt: skip
-async def test_value_is_returned_json_safe(my_ro: Database, expression: str, type_name: str, expected: Any) -> None:
+async def test_value_is_returned_json_safe(
+    my_ro: Database, expression: str, type_name: str, expected: Any
+) -> None:
     result = await my_ro.query(f"SELECT {expression} AS v", None, limit=1)
     assert result.columns[0].type == type_name
     assert as_lists(result.rows) == [[expected]]
 
 
-async def test_column_types_that_are_not_text_have_reversible_forms(my_ro: Database, my_admin: MyAdmin) -> None:
+async def test_column_types_that_are_not_text_have_reversible_forms(
+    my_ro: Database, my_admin: MyAdmin
+) -> None:
     await my_admin.exec(
         "SET SESSION sql_mode = '';"
         "CREATE TABLE odd (b BIT(3), y YEAR, d DATE, dt DATETIME, ts TIMESTAMP NULL, bin VARBINARY(4), "
@@ -87,7 +91,9 @@ async def test_params_are_positional_question_marks(my_ro: Database) -> None:
         await my_ro.query("SELECT 1", {"a": 1}, limit=1)
 
 
-async def test_query_reads_only_one_page_of_a_huge_result_and_stops_it(my_ro: Database, my_admin: MyAdmin) -> None:
+async def test_query_reads_only_one_page_of_a_huge_result_and_stops_it(
+    my_ro: Database, my_admin: MyAdmin
+) -> None:
     started = time.monotonic()
     result = await my_ro.query("SELECT seq FROM seq_1_to_100000000", None, limit=5, offset=1000)
     assert as_lists(result.rows) == [[1001], [1002], [1003], [1004], [1005]]
@@ -136,7 +142,9 @@ async def test_statement_past_the_timeout_is_stopped_on_the_server(my_admin: MyA
     try:
         started = time.monotonic()
         with pytest.raises(LimitExceeded, match="1 s statement timeout"):
-            await db.query("SELECT SUM(a.seq * b.seq) FROM seq_1_to_100000 a, seq_1_to_100000 b", None, limit=1)
+            await db.query(
+                "SELECT SUM(a.seq * b.seq) FROM seq_1_to_100000 a, seq_1_to_100000 b", None, limit=1
+            )
         assert time.monotonic() - started < 4
         running = await my_admin.value(
             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%seq_1_to_100000 a%' "
@@ -152,8 +160,9 @@ async def test_a_cancelled_query_is_killed_on_the_server(my_ro: Database, my_adm
     sql = "SELECT SUM(a.seq * b.seq) FROM seq_1_to_100001 a, seq_1_to_100001 b"
     with anyio.move_on_after(0.5):
         await my_ro.query(sql, None, limit=1)
+    # The server's process list has no event to wait on: it is polled, within a deadline.
     with anyio.fail_after(5):
-        while await my_admin.value(
+        while await my_admin.value(  # noqa: ASYNC110
             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%seq_1_to_100001 a%' "
             "AND INFO NOT LIKE '%PROCESSLIST%'"
         ):
@@ -268,13 +277,17 @@ async def test_execute_reports_rows_affected_and_returning_rows(my_rw: Database,
 
 async def test_failed_batch_is_all_or_nothing(my_rw: Database, my_admin: MyAdmin) -> None:
     with pytest.raises(UpstreamError, match="statement 2 of 2 failed, so the transaction was rolled back"):
-        await my_rw.execute(["DELETE FROM t WHERE id = 1", "INSERT INTO t VALUES (2, 'dup')"], None, transaction=True)
+        await my_rw.execute(
+            ["DELETE FROM t WHERE id = 1", "INSERT INTO t VALUES (2, 'dup')"], None, transaction=True
+        )
     assert await my_admin.rows() == SEED_ROWS
 
 
 async def test_ddl_runs_alone_and_is_refused_inside_a_batch(my_rw: Database, my_admin: MyAdmin) -> None:
     with pytest.raises(InvalidInput, match="committed by MySQL on its own"):
-        await my_rw.execute(["DELETE FROM t WHERE id = 1", "CREATE TABLE gone (a INT)"], None, transaction=True)
+        await my_rw.execute(
+            ["DELETE FROM t WHERE id = 1", "CREATE TABLE gone (a INT)"], None, transaction=True
+        )
     assert await my_admin.rows() == SEED_ROWS
     made = await my_rw.execute(["CREATE TABLE made (a INT)"], None, transaction=True)
     assert made.statements[0].command == "CREATE TABLE"
@@ -310,7 +323,7 @@ async def test_password_from_an_option_file_and_never_shown(
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("MYSQL_PWD", raising=False)
     cnf = tmp_path / "app.cnf"
-    cnf.write_text(f"[client]\nuser = {env.reader}\npassword = \"{env.reader_password}\"\n")
+    cnf.write_text(f'[client]\nuser = {env.reader}\npassword = "{env.reader_password}"\n')
     url = env.url.replace("root@", "").split("?")[0] + f"?option-file={cnf}"
     db = await open_database("main", url, allow_write=False, statement_timeout_s=5, max_rows=10)
     try:
@@ -321,7 +334,9 @@ async def test_password_from_an_option_file_and_never_shown(
         await db.close()
 
 
-async def test_password_from_mysql_pwd(my_admin: MyAdmin, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+async def test_password_from_mysql_pwd(
+    my_admin: MyAdmin, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     env = my_admin.env
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("MYSQL_PWD", env.reader_password)
