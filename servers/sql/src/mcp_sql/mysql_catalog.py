@@ -165,8 +165,10 @@ class MySQLCatalog:
                     "JOIN information_schema.REFERENTIAL_CONSTRAINTS r ON r.CONSTRAINT_SCHEMA = "
                     "k.CONSTRAINT_SCHEMA AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME AND r.TABLE_NAME = "
                     "k.TABLE_NAME WHERE k.TABLE_SCHEMA = ? AND k.TABLE_NAME = ? "
+                    # The same constants on both sides: MariaDB then opens one table, not all of them.
+                    "AND r.CONSTRAINT_SCHEMA = ? AND r.TABLE_NAME = ? "
                     "AND k.REFERENCED_TABLE_NAME IS NOT NULL ORDER BY k.CONSTRAINT_NAME, k.ORDINAL_POSITION",
-                    [s, t],
+                    [s, t, s, t],
                 ),
                 (
                     "SELECT c.CONSTRAINT_NAME, c.CHECK_CLAUSE FROM information_schema.TABLE_CONSTRAINTS k "
@@ -174,8 +176,9 @@ class MySQLCatalog:
                     "ON c.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA "
                     f"AND c.CONSTRAINT_NAME = k.CONSTRAINT_NAME {checks_join}"
                     "WHERE k.TABLE_SCHEMA = ? AND k.TABLE_NAME = ? AND k.CONSTRAINT_TYPE = 'CHECK' "
+                    "AND c.CONSTRAINT_SCHEMA = ? "
                     "ORDER BY 1",
-                    [s, t],
+                    [s, t, s],
                 ),
                 (f"{show} {quote_name(s)}.{quote_name(t)}", []),
             ]
