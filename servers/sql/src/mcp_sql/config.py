@@ -40,7 +40,9 @@ class SqlSettings(ServerSettings):
         "the offset to continue from.",
     )
     schema_poll_interval: float = Field(
-        2.0, gt=0, description="PostgreSQL and MySQL: seconds between schema checks while a client listens for changes."
+        2.0,
+        gt=0,
+        description="PostgreSQL and MySQL: seconds between schema checks while a client listens for changes.",
     )
 
     @property

@@ -30,7 +30,7 @@ DatabaseArg = Annotated[
 ]
 ParamsArg = Annotated[
     list[Any] | dict[str, Any] | None,
-    Field(description="Values: a list for ? (SQLite, MySQL) or $1 placeholders, a dict for SQLite :name ones."),
+    Field(description="Values: a list for ? (SQLite, MySQL) or $1 placeholders, a dict for SQLite :name."),
 ]
 SchemaArg = Annotated[
     str | None, Field(description="Schema name (default: all schemas / the search path; 'main' on SQLite).")
@@ -223,7 +223,8 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
             f"Answer this question with SQL against {target(database)}:\n\n{question}\n\n"
             "First find the relevant tables with list_tables and check their exact columns with "
             "describe_table; do not guess names. Write one read-only SELECT, pass values as params "
-            "(SQLite: ? or :name, PostgreSQL: $1, $2, MySQL: ?) rather than inlining them, and run it with query. "
+            "(SQLite: ? or :name, PostgreSQL: $1, $2, MySQL: ?) rather than inlining them, and run it "
+            "with query. "
             "If the result is truncated, page with offset or aggregate instead. Show the SQL and the answer."
         )
 
