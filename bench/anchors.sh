@@ -37,7 +37,8 @@ dbhub_entry="$dbhub_dir/node_modules/@bytebase/dbhub/dist/index.js"
 if [[ "$force" == 1 || ! -f "$dbhub_entry" ]]; then
     mkdir -p "$dbhub_dir"
     [[ -f "$dbhub_dir/package.json" ]] || echo '{"name": "bench-anchor-dbhub", "private": true}' > "$dbhub_dir/package.json"
-    (cd "$dbhub_dir" && npm install --no-audit --no-fund --loglevel=error @bytebase/dbhub)
+    # --ignore-scripts: ssh2's optional native build takes minutes on 2 cores and is not needed here.
+    (cd "$dbhub_dir" && npm install --no-audit --no-fund --ignore-scripts --loglevel=error @bytebase/dbhub)
 fi
 install_py_anchor fetch mcp-server-fetch mcp-server-fetch
 
