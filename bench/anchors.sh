@@ -30,6 +30,16 @@ install_py_anchor() {  # name, console script, pip requirements...
     fi
 }
 install_py_anchor sqlite mcp-server-sqlite mcp-server-sqlite "mcp<2"
+
+# 4. DBHub (bytebase, TypeScript, from npm): the MySQL/MariaDB anchor of bench/sql.py --engine mysql.
+dbhub_dir="$dest/dbhub"
+dbhub_entry="$dbhub_dir/node_modules/@bytebase/dbhub/dist/index.js"
+if [[ "$force" == 1 || ! -f "$dbhub_entry" ]]; then
+    mkdir -p "$dbhub_dir"
+    [[ -f "$dbhub_dir/package.json" ]] || echo '{"name": "bench-anchor-dbhub", "private": true}' > "$dbhub_dir/package.json"
+    # --ignore-scripts: ssh2's optional native build takes minutes on 2 cores and is not needed here.
+    (cd "$dbhub_dir" && npm install --no-audit --no-fund --ignore-scripts --loglevel=error @bytebase/dbhub)
+fi
 install_py_anchor fetch mcp-server-fetch mcp-server-fetch
 # 4. markitdown behind its MCP server: the anchor of fetch's document workloads (bench/fetch.py --documents).
 install_py_anchor markitdown markitdown-mcp "markitdown[pdf,docx,xlsx,pptx]" markitdown-mcp

@@ -5,6 +5,12 @@
     uv run --all-packages python bench/sql.py --quick   # smoke check (10,000-row big table)
     uv run --all-packages python bench/sql.py --client sdk --before-cmd OLD/.venv/bin/mcp-sql
                                                         # SDK client only, with an older build beside
+    uv run --all-packages python bench/sql.py --engine mysql   # ours vs DBHub on MySQL/MariaDB
+
+MySQL (`--engine mysql`, `--mysql-url`, default $MCP_TEST_MYSQL_URL or mysql://root@127.0.0.1:3306):
+database `mcp_sql_bench` (created once): 199 small tables and `big` (10,000 rows of mixed types);
+ours against DBHub (@bytebase/dbhub from npm, run by Node 22 from .tools/node22 when present), both
+over stdio with the raw client: SELECT 1, 10,000 rows, list_tables of 200 tables, describe_table.
 
 Data (`bench/.work/sql/bench-100000.db`, generated once in ~1 s, 16 MB): 199 small tables `t000`..`t198` (5
 columns, 2 indexes, a foreign key to the previous table, 20 rows each) and `big`: 100,000 rows of
@@ -404,8 +410,158 @@ def sdk_calls() -> list[ClientCall]:
     ]
 
 
+# --------------------------------------------------------------------------------------------------
+# MySQL / MariaDB: ours vs DBHub (issue 25).
+
+MYSQL_BENCH_DB = "mcp_sql_bench"
+
+
+async def make_mysql_database(admin_url: str, big_rows: int = 10_000) -> None:
+    """Create `mcp_sql_bench` once: 199 small tables with a foreign key each, and `big`."""
+    import asyncmy
+    from mcp_sql.mysql_target import parse_mysql_url
+
+    conn = await asyncmy.connect(**parse_mysql_url(admin_url).connect_kwargs(), autocommit=True)
+    try:
+        cursor = conn.cursor()
+        await cursor.execute(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s", (MYSQL_BENCH_DB,)
+        )
+        if (await cursor.fetchone())[0] == N_TABLES:
+            return
+        await cursor.execute(f"DROP DATABASE IF EXISTS {MYSQL_BENCH_DB}")
+        await cursor.execute(f"CREATE DATABASE {MYSQL_BENCH_DB}")
+        await cursor.execute(f"USE {MYSQL_BENCH_DB}")
+        await cursor.execute(
+            "CREATE TABLE big (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL, score DOUBLE, "
+            "created DATE, active BOOLEAN, note TEXT, payload VARBINARY(16), KEY big_name (name))"
+        )
+        await cursor.execute(
+            "INSERT INTO big SELECT seq, CONCAT('name-', seq), seq / 7, "
+            "'2024-01-01' + INTERVAL seq % 365 DAY, "
+            f"seq % 2, IF(seq % 5 = 0, NULL, REPEAT('n', seq % 40)), UNHEX(MD5(seq)) FROM seq_1_to_{big_rows}"
+        )
+        previous = "big"
+        for i in range(N_TABLES - 1):
+            name = f"t{i:03d}"
+            await cursor.execute(
+                f"CREATE TABLE {name} (id INT PRIMARY KEY, ref INT, label VARCHAR(20), "
+                f"amount DECIMAL(10,2), at DATETIME, KEY {name}_label (label), "
+                f"FOREIGN KEY (ref) REFERENCES {previous} (id))"
+            )
+            await cursor.execute(
+                f"INSERT INTO {name} SELECT seq, seq, CONCAT('l', seq), seq * 1.5, NOW() "
+                f"FROM seq_1_to_{SMALL_ROWS}"
+            )
+            previous = name
+        await cursor.execute("ANALYZE TABLE big")
+    finally:
+        conn.close()
+
+
+def dbhub_or_ours_rows(total: int) -> Callable[[Reply], str | None]:
+    """Ours: a page of `total` rows; DBHub: its JSON reply's row count."""
+
+    def check(reply: Reply) -> str | None:
+        page = ours_page(reply.text())
+        if page is not None:
+            return None if page["row_count"] == total else f"{page['row_count']} rows"
+        try:
+            data = json.loads(reply.text()).get("data", {})
+        except ValueError:
+            return f"not JSON: {reply.text()[:100]}"
+        got = data.get("count", len(data.get("rows", [])))
+        return None if got == total else f"{got} rows, expected {total}"
+
+    return check
+
+
+def build_mysql(args: argparse.Namespace) -> Suite:
+    base = args.mysql_url.rsplit("/", 1)[0] if args.mysql_url.count("/") > 2 else args.mysql_url
+    url = f"{base}/{MYSQL_BENCH_DB}"
+    asyncio.run(make_mysql_database(url.rsplit("/", 1)[0] + "/"))
+    node22 = BENCH_DIR.parent / ".tools" / "node22" / "node_modules" / ".bin" / "node"
+    node = str(node22) if node22.exists() else "node"
+    servers = [
+        ServerSpec(
+            "ours", [*args.ours_cmd.split(), url, *OURS_LIKE_FOR_LIKE], label=f"{args.ours_cmd} {url}"
+        ),
+        ServerSpec(
+            "anchor",
+            [
+                node,
+                anchor_path("dbhub", "node_modules", "@bytebase", "dbhub", "dist", "index.js"),
+                "--transport",
+                "stdio",
+                "--dsn",
+                url,
+            ],
+            label="DBHub (@bytebase/dbhub, npm)",
+        ),
+    ]
+
+    def both(
+        name: str, ours: tuple[str, dict[str, Any]], dbhub: tuple[str, dict[str, Any]], **kw: Any
+    ) -> Workload:
+        anchor = ("tools/call", {"name": dbhub[0], "arguments": dbhub[1]})
+        return tool(name, ours[0], ours[1], overrides={"anchor": anchor}, **kw)
+
+    select_10k = "SELECT * FROM big WHERE id <= 10000"
+    workloads = [
+        both(
+            "SELECT 1",
+            ("query", {"sql": "SELECT 1"}),
+            ("execute_sql", {"sql": "SELECT 1"}),
+            repeat=200,
+            quick_repeat=20,
+        ),
+        both(
+            "SELECT 10,000 rows",
+            ("query", {"sql": select_10k}),
+            ("execute_sql", {"sql": select_10k}),
+            repeat=20,
+            quick_repeat=3,
+            check=dbhub_or_ours_rows(10_000),
+        ),
+        both(
+            "list_tables (200 tables)",
+            ("list_tables", {}),
+            ("search_objects", {"object_type": "table", "schema": MYSQL_BENCH_DB, "detail_level": "summary"}),
+            repeat=50,
+            quick_repeat=5,
+        ),
+        both(
+            "describe_table big",
+            ("describe_table", {"table": "big"}),
+            (
+                "search_objects",
+                {"object_type": "column", "schema": MYSQL_BENCH_DB, "table": "big", "detail_level": "full"},
+            ),
+            repeat=50,
+            quick_repeat=5,
+        ),
+    ]
+    return Suite(
+        title="sql (MySQL/MariaDB): ours vs DBHub",
+        servers=servers,
+        workloads=workloads,
+        notes=[
+            f"data: {url}: {N_TABLES} tables ({N_TABLES - 1} x {SMALL_ROWS} rows + big, 10,000 rows)",
+            "DBHub: list_tables = search_objects(table, summary); "
+            "describe_table = search_objects(column, full)",
+            f"machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}",
+        ],
+    )
+
+
 def main() -> None:
     parser = arg_parser(__doc__.splitlines()[0] if __doc__ else "sql benchmark")
+    parser.add_argument("--engine", choices=("sqlite", "mysql"), default="sqlite", help="which database")
+    parser.add_argument(
+        "--mysql-url",
+        default=os.environ.get("MCP_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306"),
+        help="an account that may create the mcp_sql_bench database",
+    )
     parser.add_argument(
         "--ours-cmd", default=venv_script("mcp-sql"), help="command for our server, without the URL"
     )
@@ -421,6 +577,10 @@ def main() -> None:
         help="SDK client only: also run this older build of ours (e.g. bench/.work/before/.venv/bin/mcp-sql)",
     )
     args = parser.parse_args()
+    if args.engine == "mysql":
+        result = asyncio.run(run_suite(build_mysql(args), options_from(args)))
+        print(format_report(result))
+        return
     if args.client in ("raw", "both"):
         suite = build(args)
         result = asyncio.run(run_suite(suite, options_from(args)))

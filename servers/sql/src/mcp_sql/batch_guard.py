@@ -27,7 +27,7 @@ from sqlglot.errors import TokenError
 
 from mcp_sql.guard import strip_statement
 
-Dialect = Literal["sqlite", "postgres"]
+Dialect = Literal["sqlite", "postgres", "mysql"]
 
 BATCH_IS_ONE_TRANSACTION = (
     "execute runs its statements as one transaction that the server begins and commits (all or "
@@ -40,7 +40,7 @@ AUTOCOMMIT_NO_CONTROL = (
 )
 
 # The first word(s) of a statement that ends, opens or splits a transaction.
-_CONTROL_WORDS = {"COMMIT", "END", "ROLLBACK", "ABORT", "BEGIN", "SAVEPOINT", "RELEASE"}
+_CONTROL_WORDS = {"COMMIT", "END", "ROLLBACK", "ABORT", "BEGIN", "SAVEPOINT", "RELEASE", "XA"}
 _CONTROL_PAIRS = {("START", "TRANSACTION"), ("PREPARE", "TRANSACTION")}
 # Tokens whose text is a value or a quoted name, never a keyword.
 _LITERAL_TOKENS = {TokenType.STRING, TokenType.IDENTIFIER, TokenType.NUMBER, TokenType.NATIONAL_STRING}

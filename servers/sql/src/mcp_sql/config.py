@@ -12,7 +12,8 @@ class SqlSettings(ServerSettings):
     databases: PathList = Field(
         default_factory=list,
         description=(
-            "Databases: postgresql://user@host/db, sqlite:///file.db, a file path, or name=URL "
+            "Databases: postgresql://user@host/db, mysql://user@host/db, sqlite:///file.db, a file path, "
+            "or name=URL "
             "(default: an embedded SQLite file)."
         ),
         json_schema_extra={"positional": True, "metavar": "DATABASE"},
@@ -39,7 +40,9 @@ class SqlSettings(ServerSettings):
         "the offset to continue from.",
     )
     schema_poll_interval: float = Field(
-        2.0, gt=0, description="PostgreSQL: seconds between schema checks while a client listens for changes."
+        2.0,
+        gt=0,
+        description="PostgreSQL and MySQL: seconds between schema checks while a client listens for changes.",
     )
 
     @property

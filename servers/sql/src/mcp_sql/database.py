@@ -4,6 +4,7 @@ Parameters for `query` (and statements of `execute`):
     SQLite:     `?` placeholders with a list, or `:name` placeholders with a dict.
     PostgreSQL: `$1, $2, ...` placeholders with a list (dicts are refused). Strings are converted to
                 the parameter's type where PostgreSQL expects a date/time, number, uuid or json.
+    MySQL:      `?` placeholders with a list (dicts are refused); values are bound as literals.
 `execute(statements, params, transaction=...)`:
     one statement: `params` is that statement's list/dict;
     several statements (only with transaction=True): `params` is None or a list with one entry
@@ -33,7 +34,7 @@ class Database(Protocol):
     @property
     def name(self) -> str: ...
     @property
-    def dialect(self) -> Literal["sqlite", "postgresql"]: ...
+    def dialect(self) -> Literal["sqlite", "postgresql", "mysql"]: ...
     @property
     def url_redacted(self) -> str:
         """The URL without its password."""
@@ -126,9 +127,15 @@ async def open_database(
             statement_timeout_s=statement_timeout_s,
             limits=limits,
         )
+    assert parsed.dsn is not None
+    if parsed.dialect == "mysql":
+        from mcp_sql.mysql_engine import MySQLDatabase
+
+        return await MySQLDatabase.open(
+            name, parsed.dsn, allow_write=allow_write, statement_timeout_s=statement_timeout_s, limits=limits
+        )
     from mcp_sql.postgres_engine import PostgresDatabase
 
-    assert parsed.dsn is not None
     return await PostgresDatabase.open(
         name,
         parsed.dsn,

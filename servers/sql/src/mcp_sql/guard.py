@@ -107,14 +107,14 @@ def function_denied(name: str, *, write_mode: bool = False) -> bool:
     return lowered in DENIED_FUNCTIONS or lowered.startswith(DENIED_PREFIXES)
 
 
-def _tokens(sql: str, dialect: str) -> list[Token]:
+def tokens_of(sql: str, dialect: str) -> list[Token]:
     try:
         return list(sqlglot.Dialect.get_or_raise(dialect).tokenize(sql))
     except TokenError as exc:
         raise InvalidInput(f"could not read the SQL: {exc}; check quoting and dollar-quoted strings") from exc
 
 
-def _parse(sql: str, dialect: str) -> list[exp.Expression]:
+def parse_statements(sql: str, dialect: str) -> list[exp.Expression]:
     try:
         parsed = sqlglot.parse(sql, read=dialect)
     except (ParseError, TokenError) as exc:
@@ -134,7 +134,7 @@ def _func_names(node: exp.Func) -> list[str]:
     return names
 
 
-def _check_functions(tree: exp.Expression, tokens: list[Token], *, write_mode: bool) -> None:
+def check_functions(tree: exp.Expression, tokens: list[Token], *, write_mode: bool) -> None:
     for func in tree.find_all(exp.Func):
         for name in _func_names(func):
             if function_denied(name, write_mode=write_mode):
@@ -162,7 +162,7 @@ def check_postgres_read(sql: str) -> ReadStatement:
     text = strip_statement(sql)
     if not text:
         raise InvalidInput("the SQL is empty; give one SELECT statement")
-    tokens = _tokens(text, "postgres")
+    tokens = tokens_of(text, "postgres")
     if not tokens:
         raise InvalidInput("the SQL contains only comments; give one SELECT statement")
     first = tokens[0]
@@ -205,8 +205,8 @@ def _explain_inner(rest: str, *, allow_analyze: bool) -> str:
 def check_postgres_read_plain(sql: str, tokens: list[Token] | None = None) -> None:
     """Accept one SELECT/VALUES/TABLE statement (no SHOW/EXPLAIN wrapper)."""
     text = strip_statement(sql)
-    tokens = tokens if tokens is not None else _tokens(text, "postgres")
-    statements = _parse(text, "postgres")
+    tokens = tokens if tokens is not None else tokens_of(text, "postgres")
+    statements = parse_statements(text, "postgres")
     if len(statements) != 1:
         raise InvalidInput(
             f"found {len(statements)} statements; send exactly one statement per call "
@@ -214,11 +214,11 @@ def check_postgres_read_plain(sql: str, tokens: list[Token] | None = None) -> No
         )
     tree = statements[0]
     if not isinstance(tree, _READ_ROOTS):
-        raise AccessDenied(f"{_describe(tree)} is refused: {READ_ONLY_HINT}")
+        raise AccessDenied(f"{describe_statement(tree)} is refused: {READ_ONLY_HINT}")
     for node in tree.walk():
         if isinstance(node, _FORBIDDEN_NODES):
-            raise AccessDenied(f"{_describe_inner(node)} is refused inside a query: {READ_ONLY_HINT}")
-    _check_functions(tree, tokens, write_mode=False)
+            raise AccessDenied(f"{describe_node(node)} is refused inside a query: {READ_ONLY_HINT}")
+    check_functions(tree, tokens, write_mode=False)
 
 
 def check_postgres_explain_target(sql: str, *, allow_write: bool) -> str:
@@ -236,7 +236,7 @@ def check_postgres_write(sql: str) -> None:
     text = strip_statement(sql)
     if not text:
         raise InvalidInput("the SQL statement is empty")
-    tokens = _tokens(text, "postgres")
+    tokens = tokens_of(text, "postgres")
     for prev, tok in itertools.pairwise(tokens):
         if tok.token_type == TokenType.L_PAREN and function_denied(prev.text, write_mode=True):
             raise AccessDenied(
@@ -274,13 +274,15 @@ def sqlite_precheck(sql: str, *, read_only: bool) -> None:
     if isinstance(tree, exp.Command | exp.Pragma):
         return  # EXPLAIN QUERY PLAN / read pragmas: the authorizer decides precisely
     if not isinstance(tree, _READ_ROOTS):
-        raise AccessDenied(f"{_describe(tree)} is refused: {READ_ONLY_HINT.replace('SHOW', 'PRAGMA')}")
+        raise AccessDenied(
+            f"{describe_statement(tree)} is refused: {READ_ONLY_HINT.replace('SHOW', 'PRAGMA')}"
+        )
     for node in tree.walk():
         if isinstance(node, exp.Insert | exp.Update | exp.Delete | exp.Create | exp.Drop):
-            raise AccessDenied(f"{_describe_inner(node)} is refused inside a query: {READ_ONLY_HINT}")
+            raise AccessDenied(f"{describe_node(node)} is refused inside a query: {READ_ONLY_HINT}")
 
 
-def _describe(tree: exp.Expression) -> str:
+def describe_statement(tree: exp.Expression) -> str:
     if isinstance(tree, exp.Command):
         return f"{str(tree.this).upper()} statement"
     names = {
@@ -295,9 +297,9 @@ def _describe(tree: exp.Expression) -> str:
     return "this statement"
 
 
-def _describe_inner(node: exp.Expression) -> str:
+def describe_node(node: exp.Expression) -> str:
     if isinstance(node, exp.Into):
         return "SELECT ... INTO (creates a table)"
     if isinstance(node, exp.Lock):
         return "FOR UPDATE/SHARE (takes row locks)"
-    return _describe(node)
+    return describe_statement(node)

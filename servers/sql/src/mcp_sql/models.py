@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, SkipValidation, WithJsonSchema
 
 TableKind = Literal[
-    "table", "partitioned table", "view", "materialized view", "foreign table", "virtual table"
+    "table", "partitioned table", "view", "materialized view", "foreign table", "virtual table", "sequence"
 ]
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from mcp_batteries.safety import quote_name
+from collections.abc import Sequence
+from typing import Any
 
-from mcp_sql.models import ExecuteResult, QueryResult, SchemaInfo, TableInfo
+from mcp_batteries.names import quote_name
+
+from mcp_sql.models import ColumnMeta, ExecuteResult, QueryResult, SchemaInfo, TableInfo
 from mcp_sql.render import safe_text, text_table
 
 
@@ -74,3 +77,13 @@ def execute_text(result: ExecuteResult) -> str:
     if result.transaction:
         lines.append("Transaction committed." if result.committed else "Transaction rolled back.")
     return "\n".join(lines)
+
+
+def plan_text(names: list[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plan given as rows (MySQL's EXPLAIN) as an aligned table."""
+    result = QueryResult(
+        columns=[ColumnMeta(name=n, type=None) for n in names],
+        rows=[["NULL" if v is None else str(v) for v in row] for row in rows],
+        row_count=len(rows), offset=0, truncated=False, next_offset=None,
+    )  # fmt: skip
+    return text_table(result, max_width=200)

@@ -168,7 +168,7 @@ def table_ddl(desc: TableDescription, *, dialect: str) -> str:
         if col.generated:
             parts.append(f"GENERATED ALWAYS AS ({col.generated}) STORED")
         elif col.default is not None:
-            identity = col.default.upper().startswith("GENERATED")
+            identity = col.default.upper().startswith(("GENERATED", "AUTO_INCREMENT"))
             parts.append(col.default if identity else f"DEFAULT {col.default}")
         items.append((" ".join(p for p in parts if p), col.comment))
     if len(desc.primary_key) > 1:

@@ -17,11 +17,11 @@ from mcp_sql.registry import Databases
 
 TABLES_PAGE_SIZE = 200
 
-INSTRUCTIONS = """SQL databases (SQLite / PostgreSQL). Start with list_tables (or the sql://{database}/schema
+INSTRUCTIONS = """SQL databases (SQLite / PostgreSQL / MySQL / MariaDB). Start with list_tables (or the sql://{database}/schema
 resource), then describe_table for columns, keys and indexes, then query. query is read-only and
 paged: when a result says more rows exist, call again with the offset it names; long values are cut
 (the result says where; substr reads the rest). Parameters:
-SQLite uses ? or :name, PostgreSQL uses $1, $2. Tables are resources (sql://{database}/table/{schema}/{table})
+SQLite uses ? or :name, PostgreSQL uses $1, $2, MySQL and MariaDB use ?. Tables are resources (sql://{database}/table/{schema}/{table})
 that clients can subscribe to for live schema-change notifications."""
 
 DatabaseArg = Annotated[
@@ -30,7 +30,7 @@ DatabaseArg = Annotated[
 ]
 ParamsArg = Annotated[
     list[Any] | dict[str, Any] | None,
-    Field(description="Values: a list for ? or $1 placeholders, a dict for SQLite :name ones."),
+    Field(description="Values: a list for ? (SQLite, MySQL) or $1 placeholders, a dict for SQLite :name."),
 ]
 SchemaArg = Annotated[
     str | None, Field(description="Schema name (default: all schemas / the search path; 'main' on SQLite).")
@@ -223,7 +223,8 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
             f"Answer this question with SQL against {target(database)}:\n\n{question}\n\n"
             "First find the relevant tables with list_tables and check their exact columns with "
             "describe_table; do not guess names. Write one read-only SELECT, pass values as params "
-            "(SQLite: ? or :name, PostgreSQL: $1, $2) rather than inlining them, and run it with query. "
+            "(SQLite: ? or :name, PostgreSQL: $1, $2, MySQL: ?) rather than inlining them, and run it "
+            "with query. "
             "If the result is truncated, page with offset or aggregate instead. Show the SQL and the answer."
         )
 

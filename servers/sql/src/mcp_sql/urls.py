@@ -2,6 +2,8 @@
 
 Accepted URL forms:
     postgresql://user:pw@host:5432/db?sslmode=require   (also postgres://, postgresql+asyncpg://)
+    mysql://user:pw@host:3306/db?ssl-mode=REQUIRED       (also mariadb://, mysql+asyncmy://; see
+                                                         mysql_target.py for the options)
     sqlite:////absolute/path.db     sqlite:///relative/path.db   (SQLAlchemy convention)
     sqlite:/absolute/path.db        file:/absolute/path.db
     /absolute/path.db  ./relative.db  ~/x.sqlite  data.db        (bare paths are SQLite files)
@@ -25,14 +27,15 @@ from mcp_batteries.errors import ConfigError
 DEFAULT_NAME = "main"
 _NAME_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_\-]{0,62})=(.+)$", re.DOTALL)
 _PG_SCHEMES = {"postgresql", "postgres", "postgresql+asyncpg", "postgres+asyncpg"}
-_SECRET_QUERY_KEYS = {"password", "passwd", "pwd", "sslpassword"}
+_MYSQL_SCHEMES = {"mysql", "mariadb", "mysql+asyncmy", "mariadb+asyncmy", "mysql+aiomysql", "mysql+pymysql"}
+_SECRET_QUERY_KEYS = {"password", "passwd", "pwd", "sslpassword", "ssl-password", "ssl_password"}
 
 
 @dataclass(frozen=True)
 class ParsedURL:
-    dialect: Literal["sqlite", "postgresql"]
+    dialect: Literal["sqlite", "postgresql", "mysql"]
     dsn: str | None
-    """asyncpg-ready DSN for PostgreSQL."""
+    """asyncpg-ready DSN for PostgreSQL; the mysql:// or mariadb:// URL for MySQL and MariaDB."""
     sqlite_path: Path | None
     """Absolute path of the SQLite file."""
 
@@ -95,6 +98,10 @@ def parse_url(url: str) -> ParsedURL:
         # asyncpg only knows postgresql:// and postgres://; drop a SQLAlchemy-style +driver suffix.
         dsn = urlunsplit(parts._replace(scheme="postgresql"))
         return ParsedURL("postgresql", dsn, None)
+    if scheme in _MYSQL_SCHEMES:
+        # Both spellings name the same engine; mariadb:// is kept so the user sees what they wrote.
+        kind = "mariadb" if scheme.startswith("mariadb") else "mysql"
+        return ParsedURL("mysql", urlunsplit(urlsplit(text)._replace(scheme=kind)), None)
     if scheme in {"sqlite", "sqlite3"}:
         rest = text.split(":", 1)[1]
         if rest.startswith("//"):
@@ -109,7 +116,8 @@ def parse_url(url: str) -> ParsedURL:
         return ParsedURL("sqlite", None, _abs_path(unquote(urlsplit(text).path)))
     if scheme and len(scheme) > 1:
         raise ConfigError(
-            f"unsupported database URL scheme {scheme!r}; use postgresql://user@host/db or a SQLite "
+            f"unsupported database URL scheme {scheme!r}; use postgresql://user@host/db, "
+            "mysql://user@host/db (or mariadb://) or a SQLite "
             "file path (sqlite:///relative.db, sqlite:////absolute.db or a plain path)"
         )
     # A one-letter "scheme" is a Windows drive letter: a plain path.
@@ -124,7 +132,7 @@ def _derived_name(parsed: ParsedURL) -> str:
     if parsed.sqlite_path is not None:
         stem = parsed.sqlite_path.stem
     else:
-        stem = urlsplit(parsed.dsn or "").path.lstrip("/") or "postgres"
+        stem = urlsplit(parsed.dsn or "").path.lstrip("/") or parsed.dialect
     name = re.sub(r"[^A-Za-z0-9_\-]", "_", stem)[:63] or "db"
     return name if re.match(r"^[A-Za-z_]", name) else f"db_{name}"
 
