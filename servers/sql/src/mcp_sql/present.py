@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mcp_batteries.names import quote_name
+from mcp_batteries.safety import quote_name
 
 from mcp_sql.models import ColumnMeta, ExecuteResult, QueryResult, SchemaInfo, TableInfo
 from mcp_sql.render import safe_text, text_table
