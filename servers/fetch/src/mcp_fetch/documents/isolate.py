@@ -43,7 +43,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from .model import Document, DocumentError, DocumentLimits, FailureKind, Output
+from .model import Document, DocumentError, FailureKind, Job
 
 logger = logging.getLogger(__name__)
 
@@ -57,18 +57,6 @@ class Budget:
     seconds: float = 30.0
     #: Address space a conversion may add to the worker's own (the interpreter and the converters).
     memory_bytes: int = 1024 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Job:
-    """What a child converts: everything is plain data, pickled from the server to the child."""
-
-    format: str
-    body: bytes
-    url: str
-    output: Output
-    charset: str | None
-    limits: DocumentLimits
 
 
 class ConversionFailed(Exception):

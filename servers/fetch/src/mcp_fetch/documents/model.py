@@ -127,3 +127,15 @@ class OutputBudget:
     @property
     def spent(self) -> bool:
         return self.used > self.limit
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a child converts: everything is plain data, pickled from the server to the child."""
+
+    format: str
+    body: bytes
+    url: str
+    output: Output
+    charset: str | None
+    limits: DocumentLimits

@@ -11,7 +11,7 @@ import importlib
 from mcp_batteries.safety import scrub
 
 from .detect import NAMES
-from .model import Document, Section
+from .model import Document, Job, Section
 
 _MODULES = {
     "pdf": "pdf",
@@ -28,10 +28,7 @@ _MODULES = {
 }
 
 
-def convert(job: object) -> Document:
-    from .isolate import Job
-
-    assert isinstance(job, Job)
+def convert(job: Job) -> Document:
     module = importlib.import_module(f"{__package__}.{_MODULES[job.format]}")
     document: Document = module.convert(job)
     # Text from a file can hold anything; what crosses the pipe is valid Unicode.
