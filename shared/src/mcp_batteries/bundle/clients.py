@@ -420,9 +420,10 @@ def config_main(argv: Sequence[str], *, prog: str = "mcp-batteries config") -> i
             token = None
             if options.write and token_env is not None and client.token_style == "literal":
                 token = _token_for_literal_client(client, token_env, path)
-            entries = entries_for(
-                client.name, dict.fromkeys(names, ()), http=http, token_env=token_env, token=token
-            )
+            servers: dict[str, Sequence[str]] = dict.fromkeys(names, ())
+            entries = entries_for(client.name, servers, http=http, token_env=token_env, token=token)
+            # What is printed never holds the token itself (a terminal, a log, a pasted snippet).
+            printed = entries_for(client.name, servers, http=http, token_env=token_env)
         else:
             args = _server_arguments(options, names, extra, installed)
             args = _scoped(client, args, installed, named=bool(options.servers))
@@ -433,18 +434,13 @@ def config_main(argv: Sequence[str], *, prog: str = "mcp-batteries config") -> i
                 for name in args
             }
             _say_launches(launches)
-            entries = entries_for(client.name, args, launches=launches)
-        sys.stdout.write(entries.render())
-        if (
-            options.http is not None
-            and token_env is not None
-            and client.token_style == "literal"
-            and not entries.secret
-        ):
+            entries = printed = entries_for(client.name, args, launches=launches)
+        sys.stdout.write(printed.render())
+        if options.http is not None and token_env is not None and client.token_style == "literal":
             sys.stderr.write(
                 f"note: {client.title} expands no variables: the printed entries hold "
                 f"{placeholder(token_env)} where the token goes; --write with {token_env} set writes the "
-                "token itself, readable by you only\n"
+                "token itself into the file, readable by you only\n"
             )
         if options.write:
             _write(path, entries, force=options.force)
