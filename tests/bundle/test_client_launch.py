@@ -155,6 +155,7 @@ def written(
 # -- stdio -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("client", CLIENTS)
 async def test_a_written_stdio_entry_starts_as_its_client_starts_it_and_answers(
     client: str, tmp_path: Path
