@@ -504,3 +504,18 @@ def test_a_server_not_installed_here_can_be_configured_with_a_note(tmp_path: Pat
         "args": ["mcp-batteries-weather"],
     }
     assert "note: weather not installed here" in stdio_done.stderr
+
+
+def test_a_filesystem_entry_needs_a_directory_even_when_it_is_not_installed_here(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from mcp_batteries.bundle import clients
+
+    monkeypatch.setattr(clients, "discover", dict)  # as under `uvx --from mcp-batteries`: no server
+    done = run_config("claude-desktop", "filesystem", env=client_home(tmp_path))
+    assert done.returncode == 2 and "name the directory after --" in done.stderr
+    named = run_config("claude-desktop", "filesystem", "--", "/srv/x", env=client_home(tmp_path))
+    assert json.loads(named.stdout)["mcpServers"]["filesystem"] == {
+        "command": "uvx",
+        "args": ["mcp-batteries-filesystem", "/srv/x"],
+    }

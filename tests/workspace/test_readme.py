@@ -125,12 +125,13 @@ async def exits_0(run: Run) -> None:
 
 
 #: The README's commands that run here, in the README's order, each with its check.
+CONFIG = "./scripts/mcp-batteries config"
 RUN: dict[str, Check] = {
     "./scripts/run": serves_the_checkout,
     "./scripts/run fetch": fetch_answers,
-    "./scripts/mcp-batteries config claude-desktop filesystem --write -- ~/project": claude_desktop_entry_starts,
-    "./scripts/mcp-batteries config vscode filesystem fetch --write": vscode_file_written,
-    "./scripts/mcp-batteries config claude-code --http https://mcp.example.com --write": claude_code_file_written,
+    f"{CONFIG} claude-desktop filesystem --write -- ~/project": claude_desktop_entry_starts,
+    f"{CONFIG} vscode filesystem fetch --write": vscode_file_written,
+    f"{CONFIG} claude-code --http https://mcp.example.com --write": claude_code_file_written,
     "./scripts/mcp-batteries new notes": creates_notes,
     "./scripts/uv sync --all-packages": exits_0,
 }
@@ -143,8 +144,8 @@ SKIPPED: dict[str, str] = {
     ),
     "MCP_AUTH_TOKEN=change-me ./scripts/run filesystem ~/shared --transport http --host 0.0.0.0 --port 8000 "
     "--allowed-hosts 'files.example.com:*'": (
-        "serves on every interface until stopped; tests/shared/test_auth_http.py and tests/bundle/test_serve.py "
-        "serve over HTTP with tokens"
+        "serves on every interface until stopped; tests/shared/test_auth_http.py and "
+        "tests/bundle/test_serve.py serve over HTTP with tokens"
     ),
     "./scripts/test tests/notes": (
         "the generated server's tests: tests/bundle/test_scaffold.py runs them on its own copy (minutes)"

@@ -57,6 +57,9 @@ __all__ = [
 DEFAULT_TOKEN_ENV = "MCP_AUTH_TOKEN"
 #: Settings that scope a server to directories: without any, it serves where it was started.
 SCOPE_FIELDS = ("directories", "repository")
+#: Our servers that work in directories, for when they are not installed where `config` runs
+#: (`uvx --from mcp-batteries mcp-batteries config ...`): then any argument may name the directory.
+SCOPED_SERVERS = ("filesystem", "git")
 #: `config`'s own options: after `--` they would go to the server, which is never what was meant.
 OWN_OPTIONS = ("--write", "--force", "--file", "--http", "--token-env", "--no-token")
 
@@ -341,7 +344,15 @@ def _scoped(
     named: bool,
 ) -> dict[str, list[str]]:
     """`args` with every directory-scoped server given a directory, or left out (with a note)."""
-    missing = [name for name in args if name in installed and scope_missing(installed[name], args[name])]
+    missing = [
+        name
+        for name in args
+        if (
+            scope_missing(installed[name], args[name])
+            if name in installed
+            else name in SCOPED_SERVERS and not args[name]
+        )
+    ]
     if not missing:
         return args
     if client.workspace is not None:
