@@ -3,6 +3,8 @@ the `mcp-batteries serve` console script (a subprocess, for signals and exit sta
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import signal
@@ -16,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp_batteries._bundle.app import BundleApp
-from mcp_batteries._bundle.configfile import parse_serve_args
-from mcp_batteries._bundle.serve import build_bundle, serve_bundle
-from mcp_batteries._entry.definition import ServerDefinition
+from mcp_batteries.bundle.app import BundleApp
+from mcp_batteries.bundle.clients import config_main
+from mcp_batteries.bundle.configfile import parse_serve_args
+from mcp_batteries.bundle.serve import build_bundle, serve_bundle
+from mcp_batteries.definition import ServerDefinition
 from mcp_batteries.testing import script_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,3 +133,52 @@ def bundle_process(
 def fixture_command() -> list[str]:
     """`mcp-batteries serve` with the conformance fixture server installed beside the real ones."""
     return [sys.executable, str(Path(__file__).parent / "serve_with_fixture.py")]
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_config(*args: str, cwd: Path | None = None, env: Mapping[str, str | None] | None = None) -> Ran:
+    """`mcp-batteries config ARGS`, in this process, with `env` set (None: unset) and `cwd` as the
+    current directory for the call (the console script itself is run by test_clients.py)."""
+    out, err = io.StringIO(), io.StringIO()
+    previous = Path.cwd()
+    saved = {name: os.environ.get(name) for name in env or {}}
+    for name, value in (env or {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = config_main(list(args))
+            except SystemExit as exit:
+                code = int(exit.code or 0)
+    finally:
+        os.chdir(previous)
+        for name, before in saved.items():
+            if before is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = before
+    return Ran(code, out.getvalue(), err.getvalue())
+
+
+def client_home(tmp_path: Path) -> dict[str, str | None]:
+    """The environment that puts every client's default file under `tmp_path/home` (never the real
+    HOME): HOME, XDG_CONFIG_HOME and Codex's home; APPDATA unset."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "CODEX_HOME": None,
+        "APPDATA": None,
+    }

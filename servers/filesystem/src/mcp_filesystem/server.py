@@ -10,9 +10,11 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.types import AudioContent, Completion, ImageContent, Resource, ResourceTemplateReference
-from mcp_batteries.live import LiveResources, RootsTracker
-from mcp_batteries.safety import AllowedDirectories
-from mcp_batteries.server import BatteriesServer
+from mcp_batteries.app import BatteriesServer
+from mcp_batteries.live import LiveResources
+from mcp_batteries.paths import AllowedDirectories
+from mcp_batteries.roots import RootsTracker
+from mcp_batteries.workdir import current_directory_scope
 from pydantic import BaseModel, Field
 
 from mcp_filesystem import catalog, tools
@@ -59,7 +61,10 @@ class Edit(BaseModel):
 
 
 def build_server(settings: FilesystemSettings) -> BatteriesServer:
-    allowed = AllowedDirectories(settings.directories)
+    # No directory: the current one, unless a client or service manager chose a wide one (workdir.py).
+    allowed = AllowedDirectories(
+        settings.directories or [current_directory_scope("mcp-batteries-filesystem")]
+    )
 
     live_files = LiveFiles(allowed, max_tree_dirs=settings.watch_max_dirs)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mcp_batteries.definition import NameList, ServerSettings
-from pydantic import Field, field_validator, model_validator
+from mcp_batteries.settings import NameList, ServerSettings
+from pydantic import Field, field_validator
 
 
 class GitSettings(ServerSettings):
@@ -13,7 +13,8 @@ class GitSettings(ServerSettings):
         default_factory=list,
         description=(
             "Directories in which repositories are discovered and git_init may create new ones "
-            "(default: the current directory, unless --repository is given)."
+            "(default: the current directory, unless --repository is given; refused when that is / or "
+            "your home directory or above it)."
         ),
         json_schema_extra={"positional": True, "metavar": "DIR"},
     )
@@ -55,9 +56,3 @@ class GitSettings(ServerSettings):
 
         parse_author(value)  # raises ValueError with the reason
         return value
-
-    @model_validator(mode="after")
-    def _default_directory(self) -> GitSettings:
-        if not self.directories and not self.repository:
-            self.directories = ["."]
-        return self

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mcp_batteries.errors import BatteriesError, InvalidInput
+from mcp_batteries.workdir import current_directory_scope
 
 from mcp_git.authors import parse_author
 from mcp_git.config import GitSettings
@@ -38,9 +39,11 @@ RESOURCES_PER_PAGE = 200
 
 class GitService:
     def __init__(self, settings: GitSettings) -> None:
-        self.scope = RepositoryScope.configure(
-            settings.repository, settings.directories, settings.discover_depth
-        )
+        directories = settings.directories
+        if not directories and not settings.repository:
+            # The current directory, unless a client or service manager chose a wide one (workdir.py).
+            directories = [current_directory_scope("mcp-batteries-git")]
+        self.scope = RepositoryScope.configure(settings.repository, directories, settings.discover_depth)
         self.policy = Policy(
             timeout=settings.timeout,
             network_timeout=settings.network_timeout,

@@ -197,7 +197,7 @@ def new_main(argv: Sequence[str], *, prog: str = "mcp-batteries new") -> int:
         description=(
             "Create a new server in this checkout of MCP Batteries: servers/NAME (entry point, settings,\n"
             "server.py with one tool and live resources, a domain module), its tests, docs/NAME.md and a\n"
-            "README row. Then: uv sync --all-packages && ./scripts/test tests/NAME"
+            "README row. Then: ./scripts/uv sync --all-packages && ./scripts/test tests/NAME"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -222,9 +222,9 @@ def new_main(argv: Sequence[str], *, prog: str = "mcp-batteries new") -> int:
         "".join(f"  created {path}\n" for path in written if path != Path("README.md"))
         + ("  added a row to README.md\n" if Path("README.md") in written else "")
         + "\nnext:\n"
-        f"  uv sync --all-packages                 # installs mcp-batteries-{name}\n"
+        f"  ./scripts/uv sync --all-packages       # installs mcp-batteries-{name} (the pinned uv)\n"
         f"  ./scripts/test tests/{name}            # its tests: both eras, stdio and HTTP\n"
-        f"  uv run mcp-{name} --help               # or: mcp-batteries serve {name}\n"
+        f"  ./scripts/run {name} --help            # or: ./scripts/mcp-batteries serve {name}\n"
         f"then replace notes.py with what mcp-{name} should do (docs/new-server.md explains each file).\n"
     )
     return 0
