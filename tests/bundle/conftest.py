@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp_batteries.bundle.app import BundleApp
-from mcp_batteries.bundle.clients import config_main
-from mcp_batteries.bundle.configfile import parse_serve_args
-from mcp_batteries.bundle.serve import build_bundle, serve_bundle
+from mcp_batteries._bundle.app import BundleApp
+from mcp_batteries._bundle.clients import config_main
+from mcp_batteries._bundle.configfile import parse_serve_args
+from mcp_batteries._bundle.serve import build_bundle, serve_bundle
 from mcp_batteries.definition import ServerDefinition
 from mcp_batteries.testing import script_path
 

@@ -33,7 +33,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import StdioServerParameters
-from mcp_batteries.bundle.client_table import CLIENTS, Places, client_named
+from mcp_batteries._bundle.client_table import CLIENTS, Places, client_named
 from mcp_batteries.testing import connect
 from ruamel.yaml import YAML
 

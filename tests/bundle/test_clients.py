@@ -1,7 +1,7 @@
 """`mcp-batteries config`: each client's documented shape, and merging into its file safely.
 
 The shapes checked here are the ones each client documents (sources in
-`mcp_batteries.bundle.client_table`). That the written entries actually start and answer, launched
+`mcp_batteries._bundle.client_table`). That the written entries actually start and answer, launched
 as each client launches them, is `test_client_launch.py`.
 """
 
@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_batteries.bundle.client_table import CLIENTS, Places
-from mcp_batteries.bundle.clients import (
+from mcp_batteries._bundle.client_table import CLIENTS, Places
+from mcp_batteries._bundle.clients import (
     ClientEntries,
     default_file,
     entries_for,
     merge_entries,
     write_entries,
 )
-from mcp_batteries.bundle.launch import Launch
+from mcp_batteries._bundle.launch import Launch
 from mcp_batteries.testing import script_path
 from ruamel.yaml import YAML
 
@@ -247,7 +247,7 @@ def test_a_different_entry_of_the_same_name_is_shown_and_kept_without_force(tmp_
 
 
 def test_what_a_replaced_entry_shows_hides_its_secrets() -> None:
-    from mcp_batteries.bundle.clients import shown
+    from mcp_batteries._bundle.clients import shown
 
     text = shown({"command": "x", "args": ["postgresql://me:pw@db/app"], "env": {"TOKEN": "abc"}})
     assert "pw" not in text and "abc" not in text and "me:<hidden>@db" in text
@@ -509,7 +509,7 @@ def test_a_server_not_installed_here_can_be_configured_with_a_note(tmp_path: Pat
 def test_a_filesystem_entry_needs_a_directory_even_when_it_is_not_installed_here(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from mcp_batteries.bundle import clients
+    from mcp_batteries._bundle import clients
 
     monkeypatch.setattr(clients, "discover", dict)  # as under `uvx --from mcp-batteries`: no server
     done = run_config("claude-desktop", "filesystem", env=client_home(tmp_path))

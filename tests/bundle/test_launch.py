@@ -8,8 +8,8 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from mcp_batteries.bundle import launch
-from mcp_batteries.bundle.launch import launch_for
+from mcp_batteries._bundle import launch
+from mcp_batteries._bundle.launch import launch_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

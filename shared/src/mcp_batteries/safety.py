@@ -4,6 +4,7 @@
 
 - paths: the one containment function (`resolve_path` / `AllowedDirectories`) and race-free open
   primitives that re-check at use time (no symlink leads outside an allowed directory);
+- workdir: whether the current directory is too wide to serve by default (`/`, HOME, ...);
 - names: the one reversible form for names that are not clean text (git-style quoting), and
   `scrub` for text that must not carry control characters.
 """
@@ -24,11 +25,13 @@ from mcp_batteries._safety.paths import (
     symlink_target_within,
     translate_os_error,
 )
+from mcp_batteries._safety.workdir import current_directory_scope, too_wide_to_default
 
 __all__ = [
     "NAME_MAX",
     "PATH_MAX",
     "AllowedDirectories",
+    "current_directory_scope",
     "display_path",
     "file_uri_to_path",
     "is_plain",
@@ -42,6 +45,7 @@ __all__ = [
     "scrub",
     "stat_within",
     "symlink_target_within",
+    "too_wide_to_default",
     "translate_os_error",
     "unquote_name",
     "unquote_path",

@@ -10,11 +10,9 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.types import AudioContent, Completion, ImageContent, Resource, ResourceTemplateReference
-from mcp_batteries.app import BatteriesServer
-from mcp_batteries.live import LiveResources
-from mcp_batteries.paths import AllowedDirectories
-from mcp_batteries.roots import RootsTracker
-from mcp_batteries.workdir import current_directory_scope
+from mcp_batteries.live import LiveResources, RootsTracker
+from mcp_batteries.safety import AllowedDirectories, current_directory_scope
+from mcp_batteries.server import BatteriesServer
 from pydantic import BaseModel, Field
 
 from mcp_filesystem import catalog, tools
@@ -61,7 +59,8 @@ class Edit(BaseModel):
 
 
 def build_server(settings: FilesystemSettings) -> BatteriesServer:
-    # No directory: the current one, unless a client or service manager chose a wide one (workdir.py).
+    # No directory: the current one, unless a client or service manager chose a wide one
+    # (mcp_batteries.safety.current_directory_scope).
     allowed = AllowedDirectories(
         settings.directories or [current_directory_scope("mcp-batteries-filesystem")]
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_batteries.settings import NameList, ServerSettings
+from mcp_batteries.definition import NameList, ServerSettings
 from pydantic import Field, field_validator
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mcp_batteries.errors import BatteriesError, InvalidInput
-from mcp_batteries.workdir import current_directory_scope
+from mcp_batteries.safety import current_directory_scope
 
 from mcp_git.authors import parse_author
 from mcp_git.config import GitSettings
@@ -41,7 +41,8 @@ class GitService:
     def __init__(self, settings: GitSettings) -> None:
         directories = settings.directories
         if not directories and not settings.repository:
-            # The current directory, unless a client or service manager chose a wide one (workdir.py).
+            # The current directory, unless a client or service manager chose a wide one
+            # (mcp_batteries.safety.current_directory_scope).
             directories = [current_directory_scope("mcp-batteries-git")]
         self.scope = RepositoryScope.configure(settings.repository, directories, settings.discover_depth)
         self.policy = Policy(

@@ -30,7 +30,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
-from mcp_batteries.bundle.jsonc import JsoncDocument
+from mcp_batteries._bundle.jsonc import JsoncDocument
 from mcp_batteries.errors import ConfigError
 
 __all__ = ["ClientFile", "WriteResult", "open_file", "read_file", "write_file"]

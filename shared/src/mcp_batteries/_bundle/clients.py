@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from mcp_batteries.bundle.client_files import WriteResult, open_file, read_file, write_file
-from mcp_batteries.bundle.client_table import CLIENTS, Client, Places, client_named, input_id
-from mcp_batteries.bundle.configfile import check_file, load_file, settings_as_args
-from mcp_batteries.bundle.launch import Launch, launch_for
-from mcp_batteries.bundle.scaffold import NAME_PATTERN
-from mcp_batteries.cli import _OneLineParser, build_parser, fail
-from mcp_batteries.definition import ServerDefinition, discover
+from mcp_batteries._bundle.client_files import WriteResult, open_file, read_file, write_file
+from mcp_batteries._bundle.client_table import CLIENTS, Client, Places, client_named, input_id
+from mcp_batteries._bundle.configfile import check_file, load_file, settings_as_args
+from mcp_batteries._bundle.launch import Launch, launch_for
+from mcp_batteries._bundle.scaffold import NAME_PATTERN
+from mcp_batteries._core.cli import _OneLineParser, build_parser, fail
+from mcp_batteries._entry.definition import ServerDefinition, discover
 from mcp_batteries.errors import ConfigError
 
 __all__ = [

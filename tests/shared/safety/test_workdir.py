@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from mcp import StdioServerParameters
+from mcp_batteries._safety.workdir import too_wide_to_default
 from mcp_batteries.testing import connect, script_path
-from mcp_batteries.workdir import too_wide_to_default
 
 pytestmark = pytest.mark.anyio
 
