@@ -46,6 +46,7 @@ class GitService:
             network_timeout=settings.network_timeout,
             author=parse_author(settings.author) if settings.author else None,
             read_only=settings.read_only,
+            areas=self.scope.roots,
         )
         self._gits: dict[Path, Git] = {}
         self._lock = threading.Lock()
