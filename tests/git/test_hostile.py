@@ -388,6 +388,9 @@ async def test_object_stores_outside_are_never_consulted(
         assert shown.is_error and "OUTSIDE CONTENT" not in text(shown), text(shown)
         log = await c.call_tool("git_log", {"repo_path": str(plain)})
         assert not log.is_error, text(log)
+        # A refused repository does not take the others' resources down with it.
+        listed = [str(r.uri) for r in (await c.list_resources()).resources]
+        assert "git://work%2Fplain/status" in listed and not any("absolute" in uri for uri in listed)
 
 
 # -- 7. replies stay bounded ---------------------------------------------------------------------------

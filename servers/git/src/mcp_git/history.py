@@ -21,9 +21,9 @@ from mcp_git.checks import (
 from mcp_git.containment import check_tracked_paths
 from mcp_git.hardening import NO_DRIVERS
 from mcp_git.models import BlameResult, GrepResult, LogResult, ReflogResult
-from mcp_git.pages import TextPage, read_text_page
+from mcp_git.pages import DEFAULT_MAX_BYTES, TextPage, read_text_page
 from mcp_git.runner import Git, describe_failure
-from mcp_git.text import MAX_FIELD, clip, clip_name, show_text
+from mcp_git.text import MAX_FIELD, MAX_NAME, clip, clip_name, show_text
 from mcp_git.uris import MAX_BLOB_BYTES, uri_for
 
 __all__ = [
@@ -217,8 +217,14 @@ def show_page(git: Git, revision: str, *, offset: int = 1, max_lines: int = 2000
             meta, _, path = item.partition(b"\t")
             shown = clip_name(path)
             names.append(shown + "/" if meta.split(b" ")[1] == b"tree" else shown)
-        lines = names[offset - 1 : offset - 1 + max_lines]
-        more = offset - 1 + max_lines < len(names)
+        lines: list[str] = []
+        size = 0
+        for shown in names[offset - 1 : offset - 1 + max_lines]:
+            if lines and size + len(shown) > DEFAULT_MAX_BYTES:
+                break
+            lines.append(shown)
+            size += len(shown) + 1
+        more = offset - 1 + len(lines) < len(names)
         return TextPage("\n".join(lines), offset, offset + len(lines) - 1, more)
     if kind == b"blob":
         header = git.run(["cat-file", "-s", oid]).stdout
@@ -448,9 +454,10 @@ def reflog(git: Git, ref: str = "HEAD", *, max_count: int = 30, skip: int = 0) -
     fields = git.run(args).stdout.split(b"\x00")
     rows: list[list[str | int | None]] = []
     more = False
+    size = 0
     for start in range(0, len(fields) - 2, 3):
         selector, commit, action = fields[start : start + 3]
-        if len(rows) >= max_count:
+        if len(rows) >= max_count or size > MAX_LOG_TEXT:
             more = True
             break
         raw_selector = os.fsdecode(selector.lstrip(b"\n"))
@@ -462,10 +469,13 @@ def reflog(git: Git, ref: str = "HEAD", *, max_count: int = 30, skip: int = 0) -
                 commit.decode("ascii", "replace"),
                 date,
                 clip(
-                    action, rest=f"the whole message: git_show revision={commit.decode('ascii', 'replace')}"
+                    action,
+                    MAX_NAME,
+                    rest=f"the whole message: git_show revision={commit.decode('ascii', 'replace')}",
                 ),
             ]
         )
+        size += len(str(rows[-1][3])) + 100
     next_skip = skip + len(rows) if more else None
     hint = f"older entries: call git_reflog with skip={next_skip}" if more else None
     text = "\n".join(f"{str(r[1])[:7]} {r[0]}: {r[3]}" for r in rows) or "(empty reflog)"

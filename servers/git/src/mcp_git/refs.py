@@ -170,7 +170,9 @@ def list_tags(
                 name=name(refname[len(b"refs/tags/") :]),
                 commit=(peeled if annotated else oid).decode("ascii", "replace") or None,
                 annotated=annotated,
-                subject=clip(subject, rest=f"the whole message: git_show revision={name(refname[10:])}")
+                subject=clip(
+                    subject, MAX_NAME, rest=f"the whole message: git_show revision={name(refname[10:])}"
+                )
                 if annotated and subject
                 else None,
             )
@@ -232,7 +234,9 @@ def list_stashes(git: Git, message: str | None = None, limit: int = 100) -> tupl
                 index=index,
                 name=f"stash@{{{index}}}",
                 commit=commit.strip().decode("ascii", "replace"),
-                description=clip(description, rest=f"the whole message: git_show revision=stash@{{{index}}}"),
+                description=clip(
+                    description, MAX_NAME, rest=f"the whole message: git_show revision=stash@{{{index}}}"
+                ),
             )
         )
     shown = stashes[:limit]

@@ -72,6 +72,8 @@ _IDENTITY_KEYS = frozenset(
 )
 #: git itself refuses to follow includes deeper than this.
 MAX_INCLUDE_DEPTH = 10
+#: The neutralisation must fit on every command line (Linux allows 2 MiB for all arguments).
+MAX_OVERRIDE_BYTES = 512 * 1024
 _CONFIG_LISTING = ("config", "--list", "--show-scope", "--show-origin", "-z")
 
 
@@ -403,16 +405,19 @@ def _communicate(
 def spawn(argv: list[str], env: dict[str, str], cwd: Path, stdin: bool) -> subprocess.Popen[bytes]:
     """Start git (never through a shell), in its own session: no controlling terminal, so nothing
     can prompt, and a cancelled call kills its whole process group."""
-    return subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        close_fds=True,
-    )
+    try:
+        return subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as exc:
+        raise UpstreamError(f"git could not be started in {quote_path(cwd)}: {exc.strerror or exc}") from None
 
 
 def _refused_configuration(what: str, args: Sequence[str], result: GitResult) -> AccessDenied:
@@ -487,12 +492,7 @@ def inspect_repository(
     become `Inspection.refusals` (raised by the commands they concern).
     """
     own = [git_dir, common_dir] + ([worktree] if worktree is not None else [])
-    watched = [
-        common_dir / "config",
-        git_dir / "config.worktree",
-        *_global_config_files(),
-        common_dir / "objects",
-    ]
+    watched = [common_dir / "config", git_dir / "config.worktree", *_global_config_files()]
     signature = _stat_signature(watched)
     allowed = allowed_places(policy.areas or (), *own)
     alternates = check_object_stores(common_dir, allowed, what)
@@ -506,6 +506,11 @@ def inspect_repository(
     entries, active, included = read_configuration(run, cwd, allowed, what)
     decision = neutralise(entries)
     arguments, environment = config_arguments(decision.overrides)
+    if sum(len(a) for a in arguments) + sum(len(v) for v in environment.values()) > MAX_OVERRIDE_BYTES:
+        raise AccessDenied(
+            f"{what} is refused: its configuration holds {len(decision.overrides):,} settings the server "
+            "would have to override, more than one command line can carry"
+        )
     identity = {e.key: e.value or "" for e in active if e.key in _IDENTITY_KEYS and e.scope != "command"}
     extra_files = [*alternates, *included]
     return Inspection(

@@ -104,7 +104,10 @@ class GitService:
             raise InvalidInput(f"invalid cursor {cursor!r}")
         items: list[tuple[str, str, str]] = []
         for repository in scope.discover():
-            items += repository_uris(self.git(repository))
+            try:
+                items += repository_uris(self.git(repository))
+            except BatteriesError:
+                continue  # a repository the server refuses (hardening) offers no resources
             if len(items) > start + RESOURCES_PER_PAGE:
                 break
         page = items[start : start + RESOURCES_PER_PAGE]
@@ -115,10 +118,15 @@ class GitService:
         """What resources/list shows, compactly: each repository and its branch and tag names."""
         parts: list[bytes] = []
         for repository in scope.discover():
-            refs = self.git(repository).run(
-                ["for-each-ref", "--format=%(refname)", "refs/heads/", "refs/tags/"], check=False
-            )
-            parts += [repository.key.encode("utf-8", "surrogateescape"), refs.stdout]
+            try:
+                refs = (
+                    self.git(repository)
+                    .run(["for-each-ref", "--format=%(refname)", "refs/heads/", "refs/tags/"], check=False)
+                    .stdout
+                )
+            except BatteriesError as exc:
+                refs = str(exc).encode()
+            parts += [repository.key.encode("utf-8", "surrogateescape"), refs]
         return b"\x00".join(parts)
 
     def target(self, scope: RepositoryScope, uri: str) -> GitUri:
