@@ -304,6 +304,9 @@ def test_links_in_the_git_directory_must_stay_inside(tmp_path: Path, git_cli: An
     git_cli(tmp_path, "init", "-q", "--bare", str(area / "a.git"))
     allowed = AllowedDirectories([area])
     os.symlink(area / "a.git" / "HEAD", area / "a.git" / "refs" / "inside-link")
+    (tmp_path / "shared-hooks").mkdir()
+    (area / "a.git" / "hooks").rename(area / "a.git" / "hooks-before")
+    os.symlink(tmp_path / "shared-hooks", area / "a.git" / "hooks")  # never read: hooks never run
     check_git_directory_links([area / "a.git"], allowed, "a")
     (tmp_path / "outside-refs").mkdir()
     os.symlink(tmp_path / "outside-refs", area / "a.git" / "refs" / "tags-elsewhere")

@@ -21,6 +21,8 @@ from mcp_batteries.errors import AccessDenied
 from mcp_batteries.names import quote_name, quote_path, unquote_name
 from mcp_batteries.paths import AllowedDirectories, resolve_path
 
+from mcp_git.text import MAX_NAME, clip
+
 __all__ = [
     "allowed_places",
     "check_git_directory_links",
@@ -93,7 +95,8 @@ def check_object_stores(common_dir: Path, allowed: AllowedDirectories, what: str
 
 def check_git_directory_links(directories: Iterable[Path], allowed: AllowedDirectories, what: str) -> None:
     """Refuse a git directory holding a symbolic link that resolves outside `allowed` (a pack, a
-    loose object, `refs`, `packed-refs`, `logs`, `info/attributes`...): git reads through it."""
+    loose object, `refs`, `packed-refs`, `logs`, `info/attributes`...): git reads through it.
+    `hooks/` is not looked at: git reads nothing there, and hooks never run (core.hooksPath)."""
     visited: set[Path] = set()
     for top in directories:
         real_top = Path(os.path.realpath(top))
@@ -108,6 +111,8 @@ def check_git_directory_links(directories: Iterable[Path], allowed: AllowedDirec
             except OSError:
                 continue
             for entry in listed:
+                if directory == top and entry.name == "hooks":
+                    continue
                 if entry.is_symlink():
                     target = Path(os.path.realpath(entry.path))
                     if not allowed.contains(target):
@@ -125,26 +130,26 @@ def check_include(
     """The real path of a configuration include to read, None when it does not exist (git skips
     it); refuses an include git could not resolve, one outside `allowed`, and anything but a
     regular file (a FIFO or a device would block or feed git)."""
+    key = clip(key, MAX_NAME)
     if target is None:
         raise AccessDenied(
-            f"{what} is refused: its configuration sets {key} = {quote_name(value)}, which cannot be "
-            "resolved to a file; the server reads every included file before git does"
+            f"{what} is refused: its configuration sets {key} = {clip(value, MAX_NAME)}, which "
+            "cannot be resolved to a file; the server reads every included file before git does"
         )
+    shown = clip(quote_path(target), MAX_NAME)
     try:
         st = os.stat(target)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         raise AccessDenied(
-            f"{what} is refused: {key} names {quote_path(target)}, which cannot be read ({exc.strerror})"
+            f"{what} is refused: {key} names {shown}, which cannot be read ({exc.strerror})"
         ) from None
     real = Path(os.path.realpath(target))
     if not allowed.contains(real):
         raise _outside(what, target, real, allowed, f"{key} would make git read configuration from there")
     if not stat.S_ISREG(st.st_mode):
-        raise AccessDenied(
-            f"{what} is refused: {key} names {quote_path(target)}, which is not a regular file"
-        )
+        raise AccessDenied(f"{what} is refused: {key} names {shown}, which is not a regular file")
     return real
 
 

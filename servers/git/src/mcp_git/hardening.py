@@ -43,6 +43,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcp_batteries.names import quote_path
+
+from mcp_git.text import MAX_NAME, clip
+
 __all__ = [
     "ALLOWED_PROTOCOLS",
     "NO_DRIVERS",
@@ -598,10 +602,11 @@ class Refusal:
     network: bool
 
     def message(self, what: str) -> str:
-        where = f" (set in {self.origin})" if self.origin else ""
+        where = f" (set in {quote_path(self.origin)})" if self.origin else ""
         scope = "fetch, pull and push are" if self.network else "every git command is"
         return (
-            f"{what}: {scope} refused because the repository's configuration sets {self.key}{where}, "
+            f"{what}: {scope} refused because the repository's configuration sets "
+            f"{clip(self.key, MAX_NAME)}{where}, "
             f"which the server cannot neutralise: {self.why}. Remove it from the repository's "
             "configuration (or set it in your own global configuration, which the server keeps)."
         )

@@ -360,7 +360,7 @@ def grep(
         raise InvalidInput("pattern is empty")
     if "\x00" in pattern or "\n" in pattern:
         raise InvalidInput("pattern must be one line without NUL bytes")
-    args = ["grep", "-z", "-n", "-I", "--no-color", "--full-name", "-E"]
+    args = ["grep", "-z", "-n", "--no-column", "-I", "--no-color", "--full-name", "-E"]
     if ignore_case:
         args.append("-i")
     args += ["-e", pattern]

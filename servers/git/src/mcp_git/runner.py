@@ -59,6 +59,7 @@ from mcp_git.hardening import (
     promisor_remotes,
 )
 from mcp_git.repository import Repository
+from mcp_git.text import MAX_FIELD, clip
 
 __all__ = ["Cancellation", "Git", "GitResult", "Inspection", "Policy", "inspect_repository", "off_loop"]
 
@@ -225,13 +226,14 @@ def _global_config_files() -> list[Path]:
 
 
 def describe_failure(args: Sequence[str], result: GitResult) -> str:
-    """git's own error message (without hints), for the model to read."""
+    """git's own error message (without hints, each line bounded: it may quote a repository's
+    value), for the model to read."""
     lines = [
-        line
-        for line in result.stderr.decode("utf-8", "backslashreplace").splitlines()
-        if line.strip() and not line.startswith("hint:")
+        clip(line, MAX_FIELD)
+        for line in result.stderr.split(b"\n")
+        if line.strip() and not line.startswith(b"hint:")
     ]
-    message = "\n".join(lines[:20]) or result.stdout.decode("utf-8", "backslashreplace").strip()[:2000]
+    message = "\n".join(lines[:20]) or clip(result.stdout.strip(), 2000)
     command = next((a for a in args if not a.startswith("-")), "git")
     return f"git {command} failed (exit status {result.returncode}): {message or 'no message'}"
 
