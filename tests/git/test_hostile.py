@@ -243,6 +243,11 @@ async def test_encoded_and_rewritten_urls_cannot_reach_outside(
     git_cli(ours, "remote", "add", "rewritten", "https://example.invalid/outside.git")
     git_cli(ours, "config", f"url.file://{work}/%2e%2e/.insteadOf", "https://example.invalid/")
     git_cli(ours, "config", f"url.file://{work}/%2E%2E/.pushInsteadOf", "https://push.invalid/")
+    # A legacy remotes file for a name that looks like an ssh URL, and a remote named like a local
+    # path inside whose push URL leads outside: git uses both for that "URL".
+    (ours / ".git" / "remotes").mkdir()
+    (ours / ".git" / "remotes" / "srv:outside").write_text(f"URL: {outside}\n")
+    git_cli(ours, "config", f"remote.{work}/ours.pushurl", str(outside))
     async with connect(server(str(work), "--allow-network"), "modern") as c:
         for tool in ("git_fetch", "git_pull", "git_push"):
             for remote in [
@@ -251,6 +256,8 @@ async def test_encoded_and_rewritten_urls_cannot_reach_outside(
                 "rewritten",
                 "https://example.invalid/outside.git",
                 "https://push.invalid/outside.git",
+                "srv:outside",
+                f"{work}/ours",
             ]:
                 result = await c.call_tool(tool, {"repo_path": str(ours), "remote": remote, "branch": "main"})
                 assert result.is_error, (tool, remote, text(result))

@@ -134,7 +134,7 @@ REMOVED_ENVIRONMENT = frozenset(
         "GIT_PROXY_COMMAND",
     }
 )
-_REMOVED_PREFIXES = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_", "MCP_GIT_CONFIG_")
+_REMOVED_PREFIXES = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_", "MCP_GIT_CONFIG_", "MCP_GIT_REMOTE_CONFIG_")
 
 #: Scopes whose values come from the repository itself (and what it includes).
 REPOSITORY_SCOPES = frozenset({"local", "worktree"})

@@ -48,24 +48,29 @@ def _target(git: Git, remote: str | None, areas: Sequence[Path]) -> tuple[str, l
     configured = remote_names(git)
     entries = git.inspection().entries
     if given in configured:
-        name = remote_name(given)
-        urls = effective_urls(git, name)
-        for entry in entries:  # settings of includes inactive today could become active
-            section, subsection, variable = split_key(entry.key)
-            if section == "remote" and subsection == name and variable in ("url", "pushurl") and entry.value:
-                urls += rewritten_urls(entry.value, entries)
+        urls = effective_urls(git, remote_name(given))
     elif _URLISH.search(given):
-        urls = rewritten_urls(given, entries)
+        check_remote_url(given, areas, git.repository.worktree)  # before git sees it: no option
+        # As git resolves it: insteadOf rewrites, and a legacy .git/remotes or .git/branches
+        # file of that name (`host:path` is a valid remote nickname).
+        resolved = git.run(["ls-remote", "--get-url", given]).stdout.strip()
+        urls = [*rewritten_urls(given, entries), os.fsdecode(resolved)]
     else:
         known = ", ".join(quote_name(n) for n in configured) or "none"
         raise NotFound(
             f"no remote named {quote_name(given)} (configured remotes: {known}); pass a name or a URL"
         )
+    for entry in entries:
+        # The remote's settings in includes inactive today (they could become active), and those
+        # of a remote named like the URL given (git uses its pushurl for that URL).
+        section, subsection, variable = split_key(entry.key)
+        if section == "remote" and subsection == given and variable in ("url", "pushurl") and entry.value:
+            urls += rewritten_urls(entry.value, entries)
     for promisor in promisor_remotes(entries):  # a partial clone fetches from these on its own
         if promisor in configured:
             urls += effective_urls(git, promisor)
     local: list[str] = []
-    for url in dict.fromkeys(urls):
+    for url in dict.fromkeys(u for u in urls if u):
         path = check_remote_url(url, areas, git.repository.worktree)
         if path is not None:
             local.append(path)
