@@ -21,6 +21,7 @@ from mcp_git.containment import (
     check_tracked_paths,
 )
 from mcp_git.hardening import (
+    RULES,
     STATIC_KEYS,
     ConfigEntry,
     config_arguments,
@@ -212,9 +213,14 @@ def test_settings_from_the_operator_alone_are_left_alone() -> None:
     )
 
 
-def test_every_rule_pattern_is_reachable() -> None:
-    for key in ("gpg.ssh.program", "http.sslverify", "http.https://h/.sslverify", "pager.diff", "alias.co"):
-        assert rule_for(key).why
+def test_every_rule_is_the_one_its_own_keys_get() -> None:
+    for pattern, rule in RULES.items():
+        for key in {
+            pattern.replace("[.<>]", "").replace("<>", "Any.Sub").replace("*", "anything"),
+            pattern.replace("[.<>]", ".https://h/").replace("<>", "x").replace("*", "Other"),
+        }:
+            assert rule_for(key) is rule, (pattern, key)
+            assert rule.why
 
 
 def test_keys_holding_an_equals_sign_go_through_the_environment() -> None:
