@@ -331,6 +331,15 @@ RULES: dict[str, Rule] = {
         "initial", "'true' follows redirects and http-alternates to other hosts", network=True
     ),
     "http[.<>].curloptresolve": Rule("points host names at other addresses", reset_list=True, network=True),
+    "http[.<>].delegation": _neutral(
+        "none", "would hand the operator's Kerberos credentials on to the server", network=True
+    ),
+    "http[.<>].sslversion": _neutral(
+        "", "could weaken TLS enough for others to read or alter it", network=True
+    ),
+    "http[.<>].sslcipherlist": _neutral(
+        "", "could weaken TLS enough for others to read or alter it", network=True
+    ),
     "http[.<>].sslcainfo": _refuse(_TRUST, network=True),
     "http[.<>].sslcapath": _refuse(_TRUST, network=True),
     "http[.<>].sslcert": _refuse(_TRUST, network=True),
@@ -353,13 +362,10 @@ RULES: dict[str, Rule] = {
             "useragent",
             "version",
             "emptyauth",
-            "delegation",
             "extraheader",
             "proxyauthmethod",
             "sslcertpasswordprotected",
             "proxysslcertpasswordprotected",
-            "sslversion",
-            "sslcipherlist",
             "ssltry",
             "pinnedpubkey",
             "schannelcheckrevoke",
@@ -386,6 +392,7 @@ RULES: dict[str, Rule] = {
     "safe.*": _elsewhere("git reads these only from the operator's own configuration"),
     "protocol.*": _elsewhere("GIT_ALLOW_PROTOCOL, which git reads before them, is always set"),
     "protocol.<>.*": _elsewhere("GIT_ALLOW_PROTOCOL, which git reads before them, is always set"),
+    "protocol.version": _keep("the wire protocol version"),
     "extensions.*": _keep(
         "describe the repository's format (git refuses formats it does not know); a partial clone "
         "fetches nothing lazily because commands other than fetch, pull and push have no transport"
