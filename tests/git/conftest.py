@@ -1,8 +1,10 @@
 """Fixtures for mcp-git: repositories built with plain `git`, and a controlled git configuration.
 
 Every test runs with its own global git configuration (GIT_CONFIG_GLOBAL) holding a test
-identity, and without the system one, so the machine's git setup never leaks in; servers
-started as subprocesses inherit the same environment.
+identity, and without the system one, so the machine's git setup never leaks in; HOME, the XDG
+directories and GNUPGHOME point inside the test's temporary directory, so nothing a test runs
+(git, gpg, ssh) reads or writes the real home. Servers started as subprocesses inherit the same
+environment.
 """
 
 from __future__ import annotations
@@ -58,6 +60,16 @@ def git_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     )
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("HOME", str(home))
+    for variable, directory in (
+        ("XDG_CONFIG_HOME", "config"),
+        ("XDG_CACHE_HOME", "cache"),
+        ("XDG_DATA_HOME", "data"),
+        ("XDG_STATE_HOME", "state"),
+        ("GNUPGHOME", "gnupg"),
+    ):
+        (home / directory).mkdir(mode=0o700)
+        monkeypatch.setenv(variable, str(home / directory))
     for variable in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "EMAIL"):
         monkeypatch.delenv(variable, raising=False)
     return config

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from mcp_batteries.errors import AccessDenied, InvalidInput, LimitExceeded
 from mcp_git.checks import check_remote_url, ref_name_problem, tree_path, worktree_path
-from mcp_git.hardening import overrides_for, parse_config_listing
 from mcp_git.repository import locate
 from mcp_git.runner import Git, Policy
 
@@ -139,28 +138,6 @@ def test_local_remotes_inside_the_allowed_areas_are_allowed(tmp_path: Path) -> N
     check_remote_url(str(tmp_path / "origin.git"), [tmp_path], tmp_path)
     check_remote_url((tmp_path / "origin.git").as_uri(), [tmp_path], tmp_path)
     check_remote_url("../" + tmp_path.name + "/origin.git", [tmp_path], tmp_path)
-
-
-def test_repository_set_programs_are_overridden_and_user_ones_kept() -> None:
-    listing = (
-        b"global\x00credential.helper\nstore\x00"
-        b"local\x00credential.helper\nevil-helper\x00"
-        b"local\x00filter.lfs.clean\ntouch pwned\x00"
-        b"global\x00filter.lfs.clean\ngit-lfs clean -- %f\x00"
-        b"local\x00diff.evil.textconv\ntouch pwned\x00"
-        b"local\x00core.sshCommand\ntouch pwned\x00"
-        b"worktree\x00gpg.program\ntouch pwned\x00"
-        b"local\x00user.name\nSomeone\x00"
-    )
-    overrides = overrides_for(parse_config_listing(listing))
-    assert overrides == [
-        "credential.helper=",
-        "credential.helper=store",
-        "filter.lfs.clean=",
-        "diff.evil.textconv=cat",
-        "core.sshcommand=ssh",
-        "gpg.program=gpg",
-    ]
 
 
 def test_a_command_that_runs_too_long_is_stopped(repo: Any) -> None:

@@ -15,7 +15,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote_to_bytes
 
 from mcp_batteries.errors import AccessDenied, InvalidInput, NotFound
 from mcp_batteries.safety import (
@@ -27,6 +27,7 @@ from mcp_batteries.safety import (
     unquote_path,
 )
 
+from mcp_git.hardening import ConfigEntry, expand_home, split_key
 from mcp_git.repository import Repository
 from mcp_git.runner import Git
 
@@ -38,6 +39,7 @@ __all__ = [
     "resolve_commit",
     "resolve_object",
     "revision_text",
+    "rewritten_urls",
     "tag_name",
     "tree_path",
     "worktree_path",
@@ -207,9 +209,34 @@ _NETWORK_SCHEMES = frozenset({"https", "http", "ssh", "git", "git+ssh", "ssh+git
 _SCP_LIKE = re.compile(r"^(?:[^@/:]+@)?(?:\[[^\]]+\]|[^/:]+):(?!//)")
 
 
-def check_remote_url(url: str, areas: Iterable[Path], base: Path) -> None:
+def rewritten_urls(url: str, entries: Iterable[ConfigEntry]) -> list[str]:
+    """`url` and what git may rewrite it to: `url.<base>.insteadOf` (fetch and push) and
+    `url.<base>.pushInsteadOf` (push), each as git picks it (the longest matching prefix; the
+    first one among equals), from every configuration entry (inactive includes too)."""
+    candidates = [url]
+    for variable in ("insteadof", "pushinsteadof"):
+        best: tuple[str, str] | None = None
+        for entry in entries:
+            section, base, name = split_key(entry.key)
+            prefix = entry.value
+            if section != "url" or base is None or name != variable or prefix is None:
+                continue
+            if url.startswith(prefix) and (best is None or len(prefix) > len(best[1])):
+                best = (base, prefix)
+        if best is not None:
+            candidates.append(best[0] + url[len(best[1]) :])
+    return list(dict.fromkeys(candidates))
+
+
+def check_remote_url(url: str, areas: Iterable[Path], base: Path) -> str | None:
     """Refuse remote URLs git must not use: transport helpers (`ext::`, `fd::`, `foo::`), options,
-    unknown schemes, and local repositories outside the allowed directories and repositories."""
+    unknown schemes, and local repositories outside the allowed directories and repositories.
+
+    A local repository is decided on the path git will use: a `file://` URL percent-decoded as
+    git decodes it (`%2e%2e` is `..`), `~` expanded as git expands it, relative paths taken from
+    the working tree. Returns that absolute path (not resolved: git tries suffixes on it, see
+    `repository.transport_git_dir`) for a local repository, None for a network URL.
+    """
     if not url or url.startswith("-"):
         raise AccessDenied(f"remote URL {quote_name(url)} is refused: it is empty or starts with '-'")
     if any(ch in url for ch in "\x00\n\r"):
@@ -221,29 +248,38 @@ def check_remote_url(url: str, areas: Iterable[Path], base: Path) -> None:
             "reads file descriptors; only https, http, ssh, git and local repositories inside the "
             "allowed directories are allowed"
         )
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
     if "://" in url:
+        scheme = url.split("://", 1)[0].lower()
         if scheme in _NETWORK_SCHEMES:
-            return
-        if scheme == "file":
-            _check_local(os.fsdecode(os.fsencode(parts.path)), url, areas, base)
-            return
-        raise AccessDenied(
-            f"remote URL {quote_name(url)} is refused: scheme {scheme}:// is not one of "
-            "https, http, ssh, git or file"
-        )
+            return None
+        if scheme != "file":
+            raise AccessDenied(
+                f"remote URL {quote_name(url)} is refused: scheme {scheme}:// is not one of "
+                "https, http, ssh, git or file"
+            )
+        # git decodes the whole URL first, then takes the path from the first '/' after '://'
+        # (any host part is ignored): file://localhost/a%2F..%2Fb is /a/../b.
+        decoded = os.fsdecode(unquote_to_bytes(url).split(b"\x00", 1)[0])
+        after = decoded.split("://", 1)[1]
+        slash = after.find("/")
+        if slash < 0:
+            raise AccessDenied(f"remote URL {quote_name(url)} is refused: it names no path")
+        return _check_local(after[slash:], url, areas, base)
     if _SCP_LIKE.match(url) and not os.path.isabs(url):
-        return  # user@host:path, git's scp-like ssh syntax
-    _check_local(url, url, areas, base)
+        return None  # user@host:path, git's scp-like ssh syntax
+    expanded = expand_home(url)
+    if expanded is None:
+        raise AccessDenied(f"remote {quote_name(url)} is refused: it names a user that does not exist")
+    return _check_local(expanded, url, areas, base)
 
 
-def _check_local(path: str, url: str, areas: Iterable[Path], base: Path) -> None:
+def _check_local(path: str, url: str, areas: Iterable[Path], base: Path) -> str:
     allowed = list(areas)
-    real = Path(os.path.realpath(os.path.join(base, path)))
+    absolute = os.path.join(base, path)
+    real = Path(os.path.realpath(absolute))
     for area in allowed:
         if real == area or area in real.parents:
-            return
+            return absolute
     shown = ", ".join(quote_path(a) for a in allowed) or "none"
     raise AccessDenied(
         f"remote {quote_name(url)} is a local repository outside the allowed directories and "

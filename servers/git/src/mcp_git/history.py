@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from itertools import islice
 
 from mcp_batteries.errors import InvalidInput, NotFound, UpstreamError
 from mcp_batteries.safety import quote_name
@@ -17,11 +18,13 @@ from mcp_git.checks import (
     tree_path,
     worktree_path,
 )
+from mcp_git.containment import check_tracked_paths
 from mcp_git.hardening import NO_DRIVERS
 from mcp_git.models import BlameResult, GrepResult, LogResult, ReflogResult
-from mcp_git.pages import TextPage, read_text_page
-from mcp_git.runner import Git
-from mcp_git.text import free_text, name
+from mcp_git.pages import DEFAULT_MAX_BYTES, TextPage, read_text_page
+from mcp_git.runner import Git, describe_failure
+from mcp_git.text import MAX_FIELD, MAX_NAME, clip, clip_name, show_text
+from mcp_git.uris import MAX_BLOB_BYTES, uri_for
 
 __all__ = [
     "blame",
@@ -35,13 +38,34 @@ __all__ = [
 
 #: A log reply stops growing past this much text (the rest is on the next page).
 MAX_LOG_TEXT = 1024 * 1024
+#: A commit message longer than this is cut (git_show pages through the whole commit).
+MAX_MESSAGE = 64 * 1024
 MAX_BLAME_LINES = 400
+#: A blamed line longer than this is cut (git_show REV:PATH pages through the file).
+MAX_BLAME_TEXT = 1000
 MAX_GREP_TEXT = 400
 LOG_COLUMNS = ["commit", "author", "email", "date", "message"]
 
 
 def has_commits(git: Git) -> bool:
     return git.run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], check=False).returncode == 0
+
+
+def _refuse_broken_head(git: Git) -> None:
+    """When HEAD resolves to no commit: return if its branch has none yet (a new repository);
+    raise if HEAD names a missing object, a non-commit or a broken ref (a damaged repository)."""
+    named = git.run(["rev-parse", "--verify", "--quiet", "HEAD"], check=False)
+    if named.returncode == 0:
+        oid = named.stdout.strip().decode("ascii", "replace")
+        raise UpstreamError(
+            f"HEAD names {oid}, which is missing from {git.repository.key} or is not a commit: the "
+            "repository is damaged (git fsck lists what is missing); git_reflog shows where HEAD was"
+        )
+    probe = git.run(["log", "-1", "--format=%H"], check=False)
+    if b"does not have any commits yet" not in probe.stderr:
+        raise UpstreamError(
+            "HEAD cannot be read, the repository is damaged: " + describe_failure(["log"], probe)
+        )
 
 
 def _iso(date: str) -> str:
@@ -92,6 +116,7 @@ def log(
     if revision:
         args.append(resolve_commit(git, revision))
     elif not has_commits(git):
+        _refuse_broken_head(git)
         empty = LogResult(
             repository=git.repository.key, columns=LOG_COLUMNS, rows=[], skip=skip, next_skip=None
         )
@@ -100,25 +125,29 @@ def log(
         args.append("HEAD")
     args.append("--")
     args += [tree_path(p) for p in paths]
-    fields = git.run(args).stdout.split(b"\x00")
     rows: list[list[str | int | None]] = []
     entries: list[str] = []
     size = 0
     more = False
-    for start in range(0, len(fields) - 4, 5):
-        commit, who_raw, email, date, body = fields[start : start + 5]
-        commit = commit.lstrip(b"\n")
-        if len(rows) >= max_count or size > MAX_LOG_TEXT:
-            more = True
-            break
-        author_name = name(who_raw)
-        text = free_text(body)
-        shown_date = _iso(date.decode("ascii", "replace"))
-        sha = commit.decode("ascii", "replace")
-        rows.append([sha, author_name, name(email), shown_date, text])
-        entry = f"Commit: {sha}\nAuthor: {author_name}\nDate: {shown_date}\nMessage: {text}\n"
-        entries.append(entry)
-        size += len(entry)
+    with git.stream(args) as output:
+        fields = output.bounded_records(b"\x00", MAX_MESSAGE)
+        while len(commit_fields := list(islice(fields, 5))) == 5:
+            if len(rows) >= max_count or size > MAX_LOG_TEXT:
+                more = True
+                break
+            (commit, _), (who_raw, who_length), (email, email_length), (date, _), body = commit_fields
+            sha = commit.lstrip(b"\n").decode("ascii", "replace")
+            author_name = clip_name(who_raw, total=who_length)
+            text = clip(
+                body[0], MAX_MESSAGE, total=body[1], rest=f"the whole message: git_show revision={sha}"
+            )
+            shown_date = _iso(date.decode("ascii", "replace"))
+            rows.append([sha, author_name, clip_name(email, total=email_length), shown_date, text])
+            entry = f"Commit: {sha}\nAuthor: {author_name}\nDate: {shown_date}\nMessage: {text}\n"
+            entries.append(entry)
+            size += len(entry)
+        if not more:
+            output.check()
     next_skip = skip + len(rows) if more else None
     hint = f"more commits: call git_log with skip={next_skip} (and the same filters)" if more else None
     text = "Commit history:\n" + "\n".join(entries)
@@ -186,10 +215,16 @@ def show_page(git: Git, revision: str, *, offset: int = 1, max_lines: int = 2000
             if not item:
                 continue
             meta, _, path = item.partition(b"\t")
-            shown = name(path)
+            shown = clip_name(path)
             names.append(shown + "/" if meta.split(b" ")[1] == b"tree" else shown)
-        lines = names[offset - 1 : offset - 1 + max_lines]
-        more = offset - 1 + max_lines < len(names)
+        lines: list[str] = []
+        size = 0
+        for shown in names[offset - 1 : offset - 1 + max_lines]:
+            if lines and size + len(shown) > DEFAULT_MAX_BYTES:
+                break
+            lines.append(shown)
+            size += len(shown) + 1
+        more = offset - 1 + len(lines) < len(names)
         return TextPage("\n".join(lines), offset, offset + len(lines) - 1, more)
     if kind == b"blob":
         header = git.run(["cat-file", "-s", oid]).stdout
@@ -202,9 +237,15 @@ def show_page(git: Git, revision: str, *, offset: int = 1, max_lines: int = 2000
                     break
         if b"\x00" in head[:8000]:
             return TextPage(f"(binary file, {size} bytes)", 1, 1, False)
-        return read_text_page(git, ["cat-file", "blob", oid], offset=offset, max_lines=max_lines)
+        rest = f"the file has {size:,} bytes"
+        at, colon, file = revision_text(revision).partition(":")
+        if colon and size <= MAX_BLOB_BYTES:
+            rest += f"; read it whole as the resource {uri_for(git.repository, 'blob', at or 'HEAD', file)}"
+        return read_text_page(
+            git, ["cat-file", "blob", oid], offset=offset, max_lines=max_lines, cut_rest=rest
+        )
     args = ["show", "--no-color", *NO_DRIVERS, "--date=iso", "--format=medium", oid, "--"]
-    return read_text_page(git, args, offset=offset, max_lines=max_lines)
+    return read_text_page(git, args, offset=offset, max_lines=max_lines, render=show_text)
 
 
 # -- blame -------------------------------------------------------------------------------------
@@ -230,9 +271,11 @@ def blame(
     last = end_line if end_line is not None else start_line + MAX_BLAME_LINES - 1
     last = min(last, start_line + MAX_BLAME_LINES - 1)
     wanted = last - start_line + 1
-    result = git.run(
-        ["blame", "--porcelain", "--no-textconv", f"-L{start_line},+{wanted + 1}", *spec], check=False
-    )
+    rest = f"the whole line: git_show revision={revision}:{relative}" if revision else ""
+    args = ["blame", "--porcelain", "--no-textconv", f"-L{start_line},+{wanted + 1}", *spec]
+    with git.stream(args) as output:
+        rows = _parse_blame(output.bounded_records(b"\n", MAX_FIELD), rest)
+        result = output.result()
     if result.returncode != 0:
         message = result.stderr.decode("utf-8", "backslashreplace").strip()
         if "has only" in message:
@@ -242,7 +285,6 @@ def blame(
         if "no such path" in message or "does not exist" in message:
             raise NotFound(f"{quote_name(relative)}: no such file{' at ' + revision if revision else ''}")
         raise UpstreamError(f"git blame failed: {message}")
-    rows = _parse_blame(result.stdout)
     more = len(rows) > wanted
     rows = rows[:wanted]
     capped = end_line is None or end_line > last
@@ -265,36 +307,39 @@ def blame(
     )
 
 
-def _parse_blame(raw: bytes) -> list[list[str | int | None]]:
-    commits: dict[bytes, dict[bytes, bytes]] = {}
+def _parse_blame(records: Iterable[tuple[bytes, int]], rest: str) -> list[list[str | int | None]]:
+    """`git blame --porcelain` as rows; `records`: its lines as (head, real length), so a huge
+    line (or author name) is cut with a note (`rest`: where the whole line is)."""
+    commits: dict[bytes, dict[bytes, tuple[bytes, int]]] = {}
     rows: list[list[str | int | None]] = []
-    current: dict[bytes, bytes] = {}
+    current: dict[bytes, tuple[bytes, int]] = {}
     sha = b""
     final_line = 0
-    for line in raw.split(b"\n"):
+    for line, length in records:
         if line.startswith(b"\t"):
             info = commits.setdefault(sha, current)
-            when = info.get(b"author-time")
-            date = datetime.fromtimestamp(int(when), tz=UTC).strftime("%Y-%m-%d") if when else None
+            when = info.get(b"author-time", (b"", 0))[0]
+            date = datetime.fromtimestamp(int(when), tz=UTC).strftime("%Y-%m-%d") if when.isdigit() else None
+            author, author_length = info.get(b"author", (b"", 0))
             rows.append(
                 [
                     final_line,
                     sha.decode("ascii", "replace"),
-                    name(info.get(b"author", b"")),
+                    clip_name(author, total=author_length),
                     date,
-                    free_text(line[1:]),
+                    clip(line[1:], MAX_BLAME_TEXT, total=length - 1, rest=rest),
                 ]
             )
             continue
-        head, _, rest = line.partition(b" ")
-        if len(head) in (40, 64) and rest and rest.split(b" ")[0].isdigit():
+        head, _, value = line.partition(b" ")
+        if len(head) in (40, 64) and value and value.split(b" ")[0].isdigit():
             sha = head
-            final_line = int(rest.split(b" ")[1])
+            final_line = int(value.split(b" ")[1])
             current = commits.get(sha, {})
             if sha not in commits:
                 commits[sha] = current
         elif head:
-            current[head] = rest
+            current[head] = (value, length - len(head) - 1)
     return rows
 
 
@@ -315,15 +360,20 @@ def grep(
         raise InvalidInput("pattern is empty")
     if "\x00" in pattern or "\n" in pattern:
         raise InvalidInput("pattern must be one line without NUL bytes")
-    args = ["grep", "-z", "-n", "-I", "--no-color", "--full-name", "-E"]
+    args = ["grep", "-z", "-n", "--no-column", "-I", "--no-color", "--full-name", "-E"]
     if ignore_case:
         args.append("-i")
     args += ["-e", pattern]
     oid = resolve_commit(git, revision) if revision else None
     if oid:
         args.append(oid)
-    args.append("--")
-    args += [tree_path(p) for p in paths]
+    pathspecs = [tree_path(p) for p in paths]
+    args += ["--", *pathspecs]
+    if oid is None:
+        # git greps tracked files through a symbolic link to a directory (the same containment
+        # as mcp-filesystem: nothing outside the working tree is read).
+        tracked = git.run(["ls-files", "-z", "--", *pathspecs]).stdout.split(b"\x00")
+        check_tracked_paths(git.repository.worktree, filter(None, tracked), "git_grep")
     prefix = (oid + ":").encode() if oid else b""
     rows: list[list[str | int | None]] = []
     seen = 0
@@ -347,10 +397,7 @@ def grep(
                         break
                     if prefix and path.startswith(prefix):
                         path = path[len(prefix) :]
-                    line_text = free_text(text)
-                    if len(line_text) > MAX_GREP_TEXT:
-                        line_text = line_text[:MAX_GREP_TEXT] + " [...]"
-                    rows.append([name(path), int(number), line_text])
+                    rows.append([clip_name(path), int(number), clip(text, MAX_GREP_TEXT)])
                 seen += 1
             if done:
                 break
@@ -407,17 +454,28 @@ def reflog(git: Git, ref: str = "HEAD", *, max_count: int = 30, skip: int = 0) -
     fields = git.run(args).stdout.split(b"\x00")
     rows: list[list[str | int | None]] = []
     more = False
+    size = 0
     for start in range(0, len(fields) - 2, 3):
         selector, commit, action = fields[start : start + 3]
-        if len(rows) >= max_count:
+        if len(rows) >= max_count or size > MAX_LOG_TEXT:
             more = True
             break
         raw_selector = os.fsdecode(selector.lstrip(b"\n"))
         date = raw_selector[raw_selector.find("@{") + 2 : -1] if "@{" in raw_selector else None
         index = skip + len(rows)
         rows.append(
-            [f"{quote_name(name_)}@{{{index}}}", commit.decode("ascii", "replace"), date, free_text(action)]
+            [
+                f"{quote_name(name_)}@{{{index}}}",
+                commit.decode("ascii", "replace"),
+                date,
+                clip(
+                    action,
+                    MAX_NAME,
+                    rest=f"the whole message: git_show revision={commit.decode('ascii', 'replace')}",
+                ),
+            ]
         )
+        size += len(str(rows[-1][3])) + 100
     next_skip = skip + len(rows) if more else None
     hint = f"older entries: call git_reflog with skip={next_skip}" if more else None
     text = "\n".join(f"{str(r[1])[:7]} {r[0]}: {r[3]}" for r in rows) or "(empty reflog)"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from mcp_batteries.errors import InvalidInput
 
 from mcp_git.runner import Git
-from mcp_git.text import patch_text
+from mcp_git.text import cut_note, patch_text
 
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "TextPage", "read_text_page"]
 
@@ -54,18 +54,35 @@ def read_text_page(
     max_bytes: int = DEFAULT_MAX_BYTES,
     ok: Sequence[int] = (0,),
     render: Callable[[bytes], str] = patch_text,
+    cut_rest: str = "",
 ) -> TextPage:
-    """Lines `offset`.. of git's output (1-based), at most `max_lines` lines / `max_bytes` bytes."""
+    """Lines `offset`.. of git's output (1-based), at most `max_lines` lines / `max_bytes` bytes.
+
+    A line longer than `max_bytes` (the last one too, newline or not) is cut there with a note
+    (`text.cut_note`, naming `cut_rest`: where the whole line is); only its head is ever held.
+    """
     if offset < 1:
         raise InvalidInput("offset is the first line to show, counted from 1")
     to_skip = offset - 1
     kept: list[bytes] = []
     kept_bytes = 0
-    kept_lines = 0
     more = False
     complete = True
+
+    def keep(line: bytes, length: int) -> bool:
+        """Add a line (`line`: its head, `length`: its real length); False once the page is full."""
+        nonlocal kept_bytes
+        if length > max_bytes:
+            line = line[:max_bytes] + cut_note(length, max_bytes, cut_rest).encode()
+        if len(kept) >= max_lines or (kept_bytes + len(line) + 1 > max_bytes and kept):
+            return False
+        kept.append(line)
+        kept_bytes += len(line) + 1
+        return True
+
+    carry = b""  # the head (at most max_bytes + 1 bytes) of the line still being read
+    carry_length = 0  # its real length so far
     with git.stream(args) as output:
-        pending = b""
         for chunk in output.chunks():
             if to_skip:
                 newlines = chunk.count(b"\n")
@@ -77,31 +94,29 @@ def read_text_page(
                     start = chunk.index(b"\n", start + 1)
                 chunk = chunk[start + 1 :]
                 to_skip = 0
-            pending += chunk
-            lines = pending.split(b"\n")
-            pending = lines.pop()
-            for line in lines:
-                if len(line) > max_bytes:
-                    line = line[:max_bytes] + f" [... line cut at {max_bytes} bytes]".encode()
-                if kept_lines >= max_lines or (kept_bytes + len(line) + 1 > max_bytes and kept_lines):
+            lines = chunk.split(b"\n")
+            tail = lines.pop()
+            for index, line in enumerate(lines):
+                length = len(line)
+                if index == 0 and carry_length:
+                    length += carry_length
+                    line = carry + line[: max(0, max_bytes + 1 - len(carry))]
+                    carry, carry_length = b"", 0
+                if not keep(line, length):
                     more = True
                     break
-                kept.append(line)
-                kept_bytes += len(line) + 1
-                kept_lines += 1
             if more:
                 complete = False
                 break
+            if tail:
+                carry += tail[: max(0, max_bytes + 1 - len(carry))]
+                carry_length += len(tail)
         else:
-            if pending:
-                if kept_lines >= max_lines:
-                    more = True
-                else:
-                    kept.append(pending)
-                    kept_lines += 1
+            if carry_length and not keep(carry, carry_length):
+                more = True
         if complete:
             output.check(ok)
     if to_skip and offset > 1:
         raise InvalidInput(f"offset {offset} is beyond the end of the output ({offset - 1 - to_skip} lines)")
     text = render(b"\n".join(kept)) if kept else ""
-    return TextPage(text=text, first_line=offset, last_line=offset + kept_lines - 1, more=more)
+    return TextPage(text=text, first_line=offset, last_line=offset + len(kept) - 1, more=more)

@@ -13,7 +13,7 @@ from mcp_batteries.safety import quote_name
 from mcp_git.checks import branch_name, resolve_commit, resolve_object, tag_name, worktree_path
 from mcp_git.models import Branch, BranchResult, Remote, RemoteResult, Stash, StashResult, Tag, TagResult
 from mcp_git.runner import Git
-from mcp_git.text import free_text, name
+from mcp_git.text import MAX_NAME, clip, free_text, name
 
 __all__ = [
     "checkout",
@@ -170,7 +170,11 @@ def list_tags(
                 name=name(refname[len(b"refs/tags/") :]),
                 commit=(peeled if annotated else oid).decode("ascii", "replace") or None,
                 annotated=annotated,
-                subject=free_text(subject) if annotated and subject else None,
+                subject=clip(
+                    subject, MAX_NAME, rest=f"the whole message: git_show revision={name(refname[10:])}"
+                )
+                if annotated and subject
+                else None,
             )
         )
     page = tags[offset : offset + limit]
@@ -230,7 +234,9 @@ def list_stashes(git: Git, message: str | None = None, limit: int = 100) -> tupl
                 index=index,
                 name=f"stash@{{{index}}}",
                 commit=commit.strip().decode("ascii", "replace"),
-                description=free_text(description),
+                description=clip(
+                    description, MAX_NAME, rest=f"the whole message: git_show revision=stash@{{{index}}}"
+                ),
             )
         )
     shown = stashes[:limit]
@@ -318,7 +324,7 @@ def list_remotes(git: Git) -> tuple[str, RemoteResult]:
 def _urls(git: Git, remote: str, *, push: bool) -> list[str]:
     args = ["remote", "get-url", "--all"] + (["--push"] if push else []) + ["--", remote]
     result = git.run(args, check=False)
-    return [redact(free_text(u)) for u in result.stdout.split(b"\n") if u]
+    return [clip(redact(free_text(u)), MAX_NAME) for u in result.stdout.split(b"\n") if u]
 
 
 def effective_urls(git: Git, remote: str) -> list[str]:

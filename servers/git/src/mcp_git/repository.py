@@ -14,7 +14,14 @@ from pathlib import Path
 from mcp_batteries.errors import InvalidInput, NotFound
 from mcp_batteries.safety import quote_path
 
-__all__ = ["Repository", "find_worktree_root", "is_bare_repository", "is_repository", "locate"]
+__all__ = [
+    "Repository",
+    "find_worktree_root",
+    "is_bare_repository",
+    "is_repository",
+    "locate",
+    "transport_git_dir",
+]
 
 
 @dataclass(frozen=True)
@@ -89,9 +96,44 @@ def locate(worktree: Path, key: str) -> Repository:
     git_dir = Path(os.path.realpath(dot_git)) if dot_git.is_dir() else _read_gitdir_file(dot_git)
     if not (git_dir / "HEAD").is_file():
         raise NotFound(f"{quote_path(worktree)}: {quote_path(git_dir)} is not a git directory (no HEAD)")
-    common_dir = git_dir
+    return Repository(worktree=worktree, git_dir=git_dir, common_dir=_common_dir(git_dir), key=key)
+
+
+def _common_dir(git_dir: Path) -> Path:
     commondir_file = git_dir / "commondir"
     if commondir_file.is_file():
         relative = os.fsdecode(commondir_file.read_bytes().strip())
-        common_dir = Path(os.path.realpath(git_dir / relative))
-    return Repository(worktree=worktree, git_dir=git_dir, common_dir=common_dir, key=key)
+        return Path(os.path.realpath(git_dir / relative))
+    return git_dir
+
+
+def _is_git_directory(directory: Path) -> bool:
+    """git's own test: a HEAD, and objects/ and refs/ (in the common directory, when there is one)."""
+    if not (directory / "HEAD").is_file():
+        return False
+    common = _common_dir(directory)
+    return (common / "objects").is_dir() and (common / "refs").is_dir()
+
+
+def transport_git_dir(path: str) -> tuple[Path, Path] | None:
+    """The (git directory, common directory) that `git upload-pack PATH` or `git receive-pack
+    PATH` enters, found as git's `enter_repo` finds it: PATH/.git, PATH, PATH.git/.git, PATH.git
+    (trailing slashes removed), a `gitdir:` file followed. Real paths; None when none is a
+    repository (git then refuses too; a regular file there may be a bundle)."""
+    base = path.rstrip("/") or "/"
+    for suffix in ("/.git", "", ".git/.git", ".git"):
+        candidate = Path(base + suffix)
+        try:
+            if candidate.is_file():
+                try:
+                    git_dir = _read_gitdir_file(candidate)
+                except (InvalidInput, NotFound):
+                    return None  # not a gitdir link: git stops here too
+            elif candidate.is_dir() and _is_git_directory(candidate):
+                git_dir = Path(os.path.realpath(candidate))
+            else:
+                continue
+        except OSError:
+            continue
+        return git_dir, _common_dir(git_dir)
+    return None

@@ -18,7 +18,7 @@ import mimetypes
 import os
 from dataclasses import dataclass
 from typing import Literal
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput, LimitExceeded, NotFound
 
@@ -29,6 +29,7 @@ from mcp_git.repository import Repository
 from mcp_git.runner import Git
 from mcp_git.scope import RepositoryScope
 from mcp_git.status import status_fingerprint, status_page
+from mcp_git.uris import MAX_BLOB_BYTES, SCHEME, uri_for
 
 __all__ = [
     "KINDS",
@@ -41,10 +42,8 @@ __all__ = [
     "uri_for",
 ]
 
-SCHEME = "git://"
 KINDS = ("status", "log", "branches", "tags", "commit", "blob")
 Kind = Literal["status", "log", "branches", "tags", "commit", "blob"]
-MAX_BLOB_BYTES = 10 * 1024 * 1024
 MAX_COMPLETIONS = 100
 RESOURCE_LOG_COMMITS = 50
 
@@ -57,21 +56,8 @@ class GitUri:
     path: str | None = None
 
 
-def _segment(text: str) -> str:
-    return quote(text.encode("utf-8", "surrogateescape"), safe="")
-
-
 def _decode(text: str) -> str:
     return unquote(text, encoding="utf-8", errors="surrogateescape")
-
-
-def uri_for(repository: Repository, kind: str, revision: str | None = None, path: str | None = None) -> str:
-    uri = f"{SCHEME}{_segment(repository.key)}/{kind}"
-    if revision is not None:
-        uri += "/" + _segment(revision)
-    if path is not None:
-        uri += "/" + quote(path.encode("utf-8", "surrogateescape"), safe="/")
-    return uri
 
 
 def parse_uri(scope: RepositoryScope, uri: str) -> GitUri:

@@ -1,10 +1,17 @@
 """Running git for one repository: argument lists only, hardened, bounded in time, cancellable.
 
-Every command goes through `Git.run` or `Git.records`, which build the command line as a list
-(`git --no-pager --literal-pathspecs -c ... SUBCOMMAND ARGS`) and start it through GitPython's
-`repo.git.execute` — never a shell string. Outputs are bytes: callers decode names with
-`os.fsdecode` (undecodable bytes survive as surrogate escapes) and show them with
-`mcp_batteries.safety.quote_name`.
+Every command goes through `Git.run` or `Git.stream`, which build the command line as a list
+(`git --no-pager --literal-pathspecs -c ... SUBCOMMAND ARGS`) and start it with
+`subprocess.Popen` — never a shell string — in an environment built whole
+(`hardening.base_environment`: inherited variables that would point git elsewhere are removed,
+not just overridden). Before the first command, and again whenever one of the files it read
+changes (their stat signatures are compared on every command), the repository is inspected
+(`inspect_repository`): its object stores and links must stay inside the allowed areas
+(`containment`), its configuration is read as git reads it (includes checked and followed,
+whatever their condition) and `hardening.neutralise` decides the overrides, or the refusal, that
+every command then carries. Outputs are bytes: callers decode names with `os.fsdecode`
+(undecodable bytes survive as surrogate escapes) and show them with
+`mcp_batteries.names.quote_name`.
 
 Calls block; the server layer runs them with `off_loop`, which also makes them cancellable: a
 cancelled request kills its git process (and that process's children) at once.
@@ -20,24 +27,41 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
-from mcp_batteries.errors import LimitExceeded, UpstreamError
+from mcp_batteries.errors import AccessDenied, LimitExceeded, UpstreamError
+from mcp_batteries.names import quote_path
+from mcp_batteries.paths import AllowedDirectories
 
 from mcp_git.authors import Identity, require_identity
-from mcp_git.hardening import STATIC_CONFIG, base_environment, overrides_for, parse_config_listing
+from mcp_git.containment import (
+    allowed_places,
+    check_git_directory_links,
+    check_include,
+    check_object_stores,
+)
+from mcp_git.hardening import (
+    ALLOWED_PROTOCOLS,
+    STATIC_CONFIG,
+    ConfigEntry,
+    Refusal,
+    base_environment,
+    config_arguments,
+    include_target,
+    neutralise,
+    parse_config_listing,
+    promisor_remotes,
+)
 from mcp_git.repository import Repository
+from mcp_git.text import MAX_FIELD, clip
 
-if TYPE_CHECKING:
-    import git
-
-__all__ = ["Cancellation", "Git", "GitResult", "Policy", "off_loop"]
+__all__ = ["Cancellation", "Git", "GitResult", "Inspection", "Policy", "inspect_repository", "off_loop"]
 
 T = TypeVar("T")
 
@@ -47,6 +71,11 @@ _CHUNK = 1024 * 1024
 _IDENTITY_KEYS = frozenset(
     {"user.name", "user.email", "author.name", "author.email", "committer.name", "committer.email"}
 )
+#: git itself refuses to follow includes deeper than this.
+MAX_INCLUDE_DEPTH = 10
+#: The neutralisation must fit on every command line (Linux allows 2 MiB for all arguments).
+MAX_OVERRIDE_BYTES = 512 * 1024
+_CONFIG_LISTING = ("config", "--list", "--show-scope", "--show-origin", "-z")
 
 
 class Cancellation:
@@ -145,6 +174,9 @@ class Policy:
     author: Identity | None = None
     #: --read-only: no git command writes anything, not even the index's stat cache.
     read_only: bool = False
+    #: The operator's repositories and directories: where object stores, included
+    #: configuration and local remotes may be.
+    areas: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -155,11 +187,22 @@ class GitResult:
 
 
 @dataclass
-class _ConfigCache:
-    signature: tuple[Any, ...] | None = None
-    overrides: list[str] = field(default_factory=list)
-    #: Identity keys (user.name, author.email, ...) set in any configuration file.
-    identity: dict[str, str] = field(default_factory=dict)
+class Inspection:
+    """What reading a repository's configuration decided (see `inspect_repository`)."""
+
+    #: The neutralising (key, value) overrides (`hardening.neutralise`), and the same as
+    #: `-c` / `--config-env` arguments with the environment the `--config-env` ones read.
+    overrides: list[tuple[str, str | None]]
+    arguments: list[str]
+    environment: dict[str, str]
+    refusals: list[Refusal]
+    #: Every entry: the active configuration plus includes inactive today (their conditions).
+    entries: list[ConfigEntry]
+    #: Identity keys (user.name, author.email, ...) of the active configuration.
+    identity: dict[str, str]
+    #: The files read; a change to any of them means inspecting again.
+    watched: list[Path]
+    signature: tuple[Any, ...] = ()
 
 
 def _stat_signature(paths: Sequence[Path]) -> tuple[Any, ...]:
@@ -183,13 +226,14 @@ def _global_config_files() -> list[Path]:
 
 
 def describe_failure(args: Sequence[str], result: GitResult) -> str:
-    """git's own error message (without hints), for the model to read."""
+    """git's own error message (without hints, each line bounded: it may quote a repository's
+    value), for the model to read."""
     lines = [
-        line
-        for line in result.stderr.decode("utf-8", "backslashreplace").splitlines()
-        if line.strip() and not line.startswith("hint:")
+        clip(line, MAX_FIELD)
+        for line in result.stderr.split(b"\n")
+        if line.strip() and not line.startswith(b"hint:")
     ]
-    message = "\n".join(lines[:20]) or result.stdout.decode("utf-8", "backslashreplace").strip()[:2000]
+    message = "\n".join(lines[:20]) or clip(result.stdout.strip(), 2000)
     command = next((a for a in args if not a.startswith("-")), "git")
     return f"git {command} failed (exit status {result.returncode}): {message or 'no message'}"
 
@@ -200,43 +244,39 @@ class Git:
     def __init__(self, repository: Repository, policy: Policy) -> None:
         self.repository = repository
         self.policy = policy
-        self._env = base_environment(repository.worktree, repository.git_dir, repository.common_dir)
-        self._config = _ConfigCache()
-        self._config_lock = threading.Lock()
-        self._repo: git.Repo | None = None
+        self._env = base_environment(
+            repository.worktree, repository.git_dir, repository.common_dir, dict(os.environ)
+        )
+        self._inspection: Inspection | None = None
+        self._inspection_lock = threading.Lock()
 
     # -- the process ---------------------------------------------------------------------------
-    def _gitpython(self) -> git.Repo:
-        if self._repo is None:
-            import git  # GitPython: imported on first use (it is slow to import)
-
-            self._repo = git.Repo(self.repository.worktree)
-        return self._repo
-
     def _start(self, argv: list[str], env: dict[str, str], stdin: bool) -> subprocess.Popen[bytes]:
-        handle = self._gitpython().git.execute(
-            argv,
-            as_process=True,
-            istream=subprocess.PIPE if stdin else None,  # type: ignore[arg-type]
-            env=env,
-            start_new_session=True,  # no controlling terminal: nothing can prompt
-        )
-        process = handle.proc
-        assert process is not None
-        # GitPython's handle terminates the process when it is garbage-collected: keep it alive
-        # as long as the process object is in use.
-        process._mcp_git_handle = handle  # type: ignore[attr-defined]
-        return process
+        return spawn(argv, env, self.repository.worktree, stdin)
 
-    def _argv(self, args: Sequence[str], config: Sequence[str]) -> list[str]:
-        argv = ["git", "--no-pager", "--literal-pathspecs"]
-        for item in (*STATIC_CONFIG, *self._repository_overrides(), *config):
+    def _command(
+        self,
+        args: Sequence[str],
+        config: Sequence[str],
+        *,
+        writes: bool = False,
+        quiet: bool = False,
+        network: bool = False,
+        extra: dict[str, str] | None = None,
+    ) -> tuple[list[str], dict[str, str]]:
+        """The command line and environment of one git command, neutralisation included; raises
+        AccessDenied when the repository holds a setting that cannot be neutralised for it."""
+        inspection = self.inspection()
+        refused = [r for r in inspection.refusals if network or not r.network]
+        if refused:
+            raise AccessDenied(refused[0].message(f"the repository {self.repository.shown}"))
+        argv = ["git", "--no-pager", "--literal-pathspecs", *inspection.arguments]
+        for item in (*STATIC_CONFIG, *config):
             argv += ["-c", item]
         argv.extend(args)
-        return argv
-
-    def _environment(self, writes: bool, extra: dict[str, str] | None, quiet: bool = False) -> dict[str, str]:
-        env = dict(self._env)
+        env = {**self._env, **inspection.environment}
+        if network:
+            env["GIT_ALLOW_PROTOCOL"] = ALLOWED_PROTOCOLS
         # Reads may refresh the index's stat cache, as git itself does (the next status is then
         # cheap), except in read-only mode (nothing under .git is ever written) and for `quiet`
         # reads (change detection must not itself cause file events).
@@ -244,7 +284,7 @@ class Git:
         env["GIT_OPTIONAL_LOCKS"] = "1" if refresh else "0"
         if extra:
             env.update(extra)
-        return env
+        return argv, env
 
     def run(
         self,
@@ -260,9 +300,11 @@ class Git:
         check: bool = True,
     ) -> GitResult:
         """Run git to completion; raise UpstreamError (git's message) unless it exits in `ok`."""
-        argv = self._argv(args, config)
+        argv, environment = self._command(
+            args, config, writes=writes, quiet=quiet, network=network, extra=env
+        )
         timeout = self.policy.network_timeout if network else self.policy.timeout
-        process = self._start(argv, self._environment(writes, env, quiet), stdin=input is not None)
+        process = self._start(argv, environment, stdin=input is not None)
         flag = "--network-timeout" if network else "--timeout"
         result = _communicate(process, input, timeout, f"git {args[0]}", flag)
         if check and result.returncode not in ok:
@@ -272,8 +314,8 @@ class Git:
     @contextlib.contextmanager
     def stream(self, args: Sequence[str], *, config: Sequence[str] = ()) -> Iterator[StreamedOutput]:
         """A read-only git whose output is consumed incrementally; stopped when the block ends."""
-        argv = self._argv(args, config)
-        process = self._start(argv, self._environment(False, None), stdin=False)
+        argv, environment = self._command(args, config)
+        process = self._start(argv, environment, stdin=False)
         token = _current.get()
         if token is not None:
             token.register(process)
@@ -307,28 +349,21 @@ class Git:
             )
 
     # -- configuration -------------------------------------------------------------------------
-    def _repository_overrides(self) -> list[str]:
-        """Overrides for the programs this repository's own configuration names (cached)."""
-        repo = self.repository
-        files = [repo.common_dir / "config", repo.git_dir / "config.worktree", *_global_config_files()]
-        signature = _stat_signature(files)
-        with self._config_lock:
-            if self._config.signature == signature:
-                return self._config.overrides
-        argv = ["git", "--no-pager", *[x for item in STATIC_CONFIG for x in ("-c", item)]]
-        argv += ["config", "--list", "--show-scope", "-z"]
-        process = self._start(argv, self._environment(False, None), stdin=False)
-        listing = _communicate(process, None, self.policy.timeout, "git config", "--timeout")
-        entries = parse_config_listing(listing.stdout)
-        overrides = overrides_for(entries)
-        identity = {
-            key: value for scope, key, value in entries if key in _IDENTITY_KEYS and scope != "command"
-        }
-        # Included files are not in the signature: with includes, read the listing every time.
-        includes = any(key.startswith("include") for scope, key, _ in entries if scope != "command")
-        with self._config_lock:
-            self._config = _ConfigCache(None if includes else signature, overrides, identity)
-        return overrides
+    def inspection(self) -> Inspection:
+        """The repository's inspection, redone when a file it read changed (stat signatures)."""
+        with self._inspection_lock:
+            cached = self._inspection
+            if cached is not None and _stat_signature(cached.watched) == cached.signature:
+                return cached
+            self._inspection = inspect_repository(
+                self.repository.worktree,
+                self.repository.git_dir,
+                self.repository.common_dir,
+                self.policy,
+                f"the repository {self.repository.shown}",
+                self._env,
+            )
+            return self._inspection
 
     def identity_config(self, what: str) -> list[str]:
         """`-c` overrides for a command that records an identity (commit, tag -a, stash).
@@ -336,8 +371,7 @@ class Git:
         The repository's configured identity (or the operator's GIT_AUTHOR_*/GIT_COMMITTER_*
         environment) is used as it is; with none, the server's --author; else InvalidInput.
         """
-        self._repository_overrides()
-        configured = dict(self._config.identity)
+        configured = dict(self.inspection().identity)
         for variable, key in (
             ("GIT_AUTHOR_NAME", "author.name"),
             ("GIT_AUTHOR_EMAIL", "author.email"),
@@ -370,25 +404,168 @@ def _communicate(
     return GitResult(process.returncode, stdout, stderr)
 
 
+def spawn(argv: list[str], env: dict[str, str], cwd: Path, stdin: bool) -> subprocess.Popen[bytes]:
+    """Start git (never through a shell), in its own session: no controlling terminal, so nothing
+    can prompt, and a cancelled call kills its whole process group."""
+    try:
+        return subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as exc:
+        raise UpstreamError(f"git could not be started in {quote_path(cwd)}: {exc.strerror or exc}") from None
+
+
+def _refused_configuration(what: str, args: Sequence[str], result: GitResult) -> AccessDenied:
+    return AccessDenied(
+        f"{what} is refused: git cannot read its configuration, so the server cannot tell what it "
+        f"would run ({describe_failure(args, result)})"
+    )
+
+
+def _is_include(key: str) -> bool:
+    return key == "include.path" or (key.startswith("includeif.") and key.endswith(".path"))
+
+
+def read_configuration(
+    run: Callable[[Sequence[str]], GitResult], cwd: Path, allowed: AllowedDirectories, what: str
+) -> tuple[list[ConfigEntry], list[ConfigEntry], list[Path]]:
+    """A repository's configuration as git reads it, every include checked before git reads it.
+
+    Returns (every entry, the active entries, the included files): "every entry" adds the
+    includes whose condition (`onbranch:`, `gitdir:`, `hasconfig:`) is false today, so that a
+    checkout cannot switch on a setting nobody neutralised. Refuses (AccessDenied) what git
+    cannot parse and includes `containment.check_include` refuses.
+    """
+    listing = run([*_CONFIG_LISTING, "--no-includes"])
+    if listing.returncode != 0:
+        raise _refused_configuration(what, _CONFIG_LISTING, listing)
+    direct = parse_config_listing(listing.stdout)
+    included: list[Path] = []
+    extra: list[ConfigEntry] = []
+    pending = [(entry, 1) for entry in direct if entry.from_repository and _is_include(entry.key)]
+    seen: set[Path] = set()
+    while pending:
+        entry, depth = pending.pop(0)
+        if depth > MAX_INCLUDE_DEPTH:
+            raise AccessDenied(
+                f"{what} is refused: its configuration includes files more than {MAX_INCLUDE_DEPTH} deep"
+            )
+        value = entry.value or ""
+        target = include_target(value, entry.origin, cwd) if entry.value is not None else None
+        real = check_include(target, entry.key, value, allowed, what)
+        if target is not None:
+            included.append(target)
+        if real is None or real in seen:
+            continue
+        seen.add(real)
+        args = [*_CONFIG_LISTING, "--no-includes", "--file", str(real)]
+        result = run(args)
+        if result.returncode != 0:
+            raise _refused_configuration(what, args, result)
+        nested = parse_config_listing(result.stdout, scope=entry.scope)
+        extra += nested
+        pending += [(e, depth + 1) for e in nested if _is_include(e.key)]
+    if not any(_is_include(entry.key) for entry in direct):
+        return direct, direct, included
+    full = run(_CONFIG_LISTING)
+    if full.returncode != 0:
+        raise _refused_configuration(what, _CONFIG_LISTING, full)
+    active = parse_config_listing(full.stdout)
+    active_files = {os.path.realpath(cwd / e.origin) for e in active if e.origin is not None}
+    included += [Path(cwd / f) for f in sorted(active_files)]
+    inactive = [e for e in extra if e.origin is None or os.path.realpath(cwd / e.origin) not in active_files]
+    return active + inactive, active, included
+
+
+def inspect_repository(
+    worktree: Path | None, git_dir: Path, common_dir: Path, policy: Policy, what: str, env: dict[str, str]
+) -> Inspection:
+    """Check where the repository's parts lie and decide what its configuration becomes.
+
+    Refuses (AccessDenied) a repository whose object stores, links or includes lead outside the
+    allowed areas, or whose configuration git cannot parse; the settings it cannot neutralise
+    become `Inspection.refusals` (raised by the commands they concern).
+    """
+    own = [git_dir, common_dir] + ([worktree] if worktree is not None else [])
+    watched = [common_dir / "config", git_dir / "config.worktree", *_global_config_files()]
+    signature = _stat_signature(watched)
+    allowed = allowed_places(policy.areas or (), *own)
+    alternates = check_object_stores(common_dir, allowed, what)
+    check_git_directory_links(dict.fromkeys([git_dir, common_dir]), allowed, what)
+    cwd = worktree or git_dir
+
+    def run(args: Sequence[str]) -> GitResult:
+        process = spawn(["git", "--no-pager", *args], env, cwd, stdin=False)
+        return _communicate(process, None, policy.timeout, "git config", "--timeout")
+
+    entries, active, included = read_configuration(run, cwd, allowed, what)
+    decision = neutralise(entries)
+    arguments, environment = config_arguments(decision.overrides)
+    if sum(len(a) for a in arguments) + sum(len(v) for v in environment.values()) > MAX_OVERRIDE_BYTES:
+        raise AccessDenied(
+            f"{what} is refused: its configuration holds {len(decision.overrides):,} settings the server "
+            "would have to override, more than one command line can carry"
+        )
+    identity = {e.key: e.value or "" for e in active if e.key in _IDENTITY_KEYS and e.scope != "command"}
+    extra_files = [*alternates, *included]
+    return Inspection(
+        overrides=decision.overrides,
+        arguments=arguments,
+        environment=environment,
+        refusals=decision.refusals,
+        entries=entries,
+        identity=identity,
+        watched=[*watched, *extra_files],
+        signature=(*signature, *_stat_signature(extra_files)),
+    )
+
+
+def inspect_local_remote(
+    git_dir: Path, common_dir: Path, policy: Policy, areas: Sequence[Path]
+) -> Inspection:
+    """The receiving end of a local push, or the source of a local fetch: the same inspection,
+    with the same refusals (every one applies: this is a network operation), and a partial clone
+    refused (its receive-pack or upload-pack would fetch missing objects on its own)."""
+    what = f"the local repository {quote_path(git_dir)}"
+    allowed = AllowedDirectories([a for a in areas if a.is_dir()])
+    for inner in dict.fromkeys([git_dir, common_dir]):
+        if not allowed.contains(inner):
+            raise AccessDenied(
+                f"{what} is refused: it lies outside the allowed directories "
+                f"({', '.join(quote_path(r) for r in allowed.roots)})"
+            )
+    env = base_environment(None, git_dir, common_dir, dict(os.environ))
+    inspection = inspect_repository(None, git_dir, common_dir, replace(policy, areas=tuple(areas)), what, env)
+    if inspection.refusals:
+        raise AccessDenied(inspection.refusals[0].message(what))
+    promisors = promisor_remotes(inspection.entries)
+    if promisors:
+        raise AccessDenied(
+            f"{what} is refused: it is a partial clone (promisor remote {promisors[0]!r}); git would "
+            "fetch missing objects there on its own"
+        )
+    return inspection
+
+
 def run_outside_repository(
     policy: Policy, directory: Path, args: Sequence[str], env: dict[str, str]
 ) -> GitResult:
     """git where no repository exists yet (`git init`), with the same hardening."""
-    import git
-
     argv = ["git", "--no-pager", *[x for item in STATIC_CONFIG for x in ("-c", item)], *args]
-    environment = {
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_PARAMETERS": "",
-        "GIT_CONFIG_COUNT": "0",
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_EDITOR": "true",
-        "GIT_PAGER": "cat",
-        **env,
-    }
-    handle = git.Git(directory).execute(argv, as_process=True, env=environment, start_new_session=True)
-    assert handle.proc is not None
-    result = _communicate(handle.proc, None, policy.timeout, f"git {args[0]}", "--timeout")
+    git_dir = Path(env["GIT_DIR"])
+    worktree = Path(env["GIT_WORK_TREE"]) if "GIT_WORK_TREE" in env else None
+    environment = base_environment(worktree, git_dir, git_dir, dict(os.environ))
+    for variable in ("GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
+        environment.pop(variable)  # nothing exists yet: git init creates them where GIT_DIR says
+    process = spawn(argv, environment, directory, stdin=False)
+    result = _communicate(process, None, policy.timeout, f"git {args[0]}", "--timeout")
     if result.returncode != 0:
         raise UpstreamError(describe_failure(args, result))
     return result
@@ -433,12 +610,32 @@ class StreamedOutput:
         if pending:
             yield pending
 
-    def check(self, ok: Sequence[int] = (0,)) -> None:
-        """After reading everything: raise git's error if it failed."""
+    def bounded_records(self, separator: bytes, limit: int) -> Iterator[tuple[bytes, int]]:
+        """Output split at `separator`, each record as (its first `limit` bytes, its real
+        length): a record of any size costs at most `limit` bytes of memory."""
+        head = b""
+        length = 0
+        for chunk in self.chunks():
+            parts = chunk.split(separator)
+            for part in parts[:-1]:
+                yield head + part[: max(0, limit - len(head))], length + len(part)
+                head, length = b"", 0
+            last = parts[-1]
+            head += last[: max(0, limit - len(head))]
+            length += len(last)
+        if length:
+            yield head, length
+
+    def result(self) -> GitResult:
+        """After reading everything: git's exit status and error output (stdout not kept)."""
         returncode = self._process.wait()
         self._drain.join(timeout=5)
-        if returncode not in ok:
-            result = GitResult(returncode, b"", b"".join(self._stderr))
+        return GitResult(returncode, b"", b"".join(self._stderr))
+
+    def check(self, ok: Sequence[int] = (0,)) -> None:
+        """After reading everything: raise git's error if it failed."""
+        result = self.result()
+        if result.returncode not in ok:
             raise UpstreamError(describe_failure(self._args, result))
 
 

@@ -50,6 +50,7 @@ class GitService:
             network_timeout=settings.network_timeout,
             author=parse_author(settings.author) if settings.author else None,
             read_only=settings.read_only,
+            areas=self.scope.roots,
         )
         self._gits: dict[Path, Git] = {}
         self._lock = threading.Lock()
@@ -107,7 +108,10 @@ class GitService:
             raise InvalidInput(f"invalid cursor {cursor!r}")
         items: list[tuple[str, str, str]] = []
         for repository in scope.discover():
-            items += repository_uris(self.git(repository))
+            try:
+                items += repository_uris(self.git(repository))
+            except BatteriesError:
+                continue  # a repository the server refuses (hardening) offers no resources
             if len(items) > start + RESOURCES_PER_PAGE:
                 break
         page = items[start : start + RESOURCES_PER_PAGE]
@@ -118,10 +122,15 @@ class GitService:
         """What resources/list shows, compactly: each repository and its branch and tag names."""
         parts: list[bytes] = []
         for repository in scope.discover():
-            refs = self.git(repository).run(
-                ["for-each-ref", "--format=%(refname)", "refs/heads/", "refs/tags/"], check=False
-            )
-            parts += [repository.key.encode("utf-8", "surrogateescape"), refs.stdout]
+            try:
+                refs = (
+                    self.git(repository)
+                    .run(["for-each-ref", "--format=%(refname)", "refs/heads/", "refs/tags/"], check=False)
+                    .stdout
+                )
+            except BatteriesError as exc:
+                refs = str(exc).encode()
+            parts += [repository.key.encode("utf-8", "surrogateescape"), refs]
         return b"\x00".join(parts)
 
     def target(self, scope: RepositoryScope, uri: str) -> GitUri:

@@ -7,6 +7,9 @@ r"""git's bytes as reply text: names in the one reversible form, free text never
   UTF-8 become `\xNN` escapes, so a Latin-1 file or message never breaks a reply.
 - Patches (`git diff`, `git show`) keep git's layout; on the rare lines holding a name that is
   not UTF-8 (`diff --git`, `---`/`+++`, `rename from`...), the name is re-quoted as above.
+- Anything a repository can make arbitrarily long (a line, a message, a name, a URL) is cut by
+  `clip` / `cut_note`, with a note saying how much was cut and where the rest is: no reply
+  grows with what a repository holds.
 """
 
 from __future__ import annotations
@@ -16,7 +19,22 @@ import re
 
 from mcp_batteries.safety import quote_name, unquote_name
 
-__all__ = ["free_text", "name", "patch_text"]
+__all__ = [
+    "MAX_FIELD",
+    "MAX_NAME",
+    "clip",
+    "clip_name",
+    "cut_note",
+    "free_text",
+    "name",
+    "patch_text",
+    "show_text",
+]
+
+#: Longest name (author, e-mail, URL...) shown whole, in bytes.
+MAX_NAME = 1024
+#: Longest one-line field (a subject, a reflog entry, a line of code) shown whole, in bytes.
+MAX_FIELD = 4096
 
 
 # Printable ASCII without `"` and `\`: shown as it is (the common case, decided in C).
@@ -36,6 +54,67 @@ def free_text(raw: bytes) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw.decode("utf-8", "backslashreplace")
+
+
+def cut_note(total: int, shown: int, rest: str = "") -> str:
+    """The note that ends a cut value: what was cut, and (`rest`) how to get it."""
+    where = f"; {rest}" if rest else ""
+    return f" [... cut: {total - shown:,} of {total:,} bytes not shown{where}]"
+
+
+def _head(raw: bytes, limit: int) -> bytes:
+    """`raw[:limit]`, without a UTF-8 sequence split at its end."""
+    head = raw[:limit]
+    last = len(head) - 1
+    continuation = 0
+    while last >= 0 and continuation < 3 and head[last] & 0xC0 == 0x80:
+        last -= 1
+        continuation += 1
+    if last >= 0 and head[last] >= 0xC0:
+        needed = 2 if head[last] < 0xE0 else 3 if head[last] < 0xF0 else 4
+        if continuation + 1 < needed:
+            return head[:last]
+    return head
+
+
+def clip(raw: bytes | str, limit: int = MAX_FIELD, *, total: int | None = None, rest: str = "") -> str:
+    """Free text of at most `limit` bytes, cut with a `cut_note` (`total`: the real length when
+    `raw` is already only the head of it; `rest`: where the whole value is)."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogateescape")
+    length = len(raw) if total is None else total
+    if length <= limit:
+        return free_text(raw)
+    head = _head(raw, limit)
+    return free_text(head) + cut_note(length, len(head), rest)
+
+
+def clip_name(raw: bytes, limit: int = MAX_NAME, *, total: int | None = None) -> str:
+    """A name as `name` shows it, cut to `limit` bytes with a note."""
+    length = len(raw) if total is None else total
+    if length <= limit:
+        return name(raw)
+    head = _head(raw, limit)
+    return name(head) + cut_note(length, len(head))
+
+
+_IDENTITY_LINES = (b"Author: ", b"Commit: ", b"Tagger: ")
+
+
+def show_text(raw: bytes) -> str:
+    """`git show` output as reply text: `patch_text`, with the names of its `Author:`,
+    `Commit:` and `Tagger:` lines shown as `name` shows them (git prints them raw: an author
+    name can hold escape sequences), the form git_log uses."""
+    if _IDENTITY_LINES[0] not in raw and _IDENTITY_LINES[2] not in raw and _IDENTITY_LINES[1] not in raw:
+        return patch_text(raw)
+    lines = raw.split(b"\n")
+    for index, line in enumerate(lines):
+        if line.startswith(_IDENTITY_LINES):
+            label, rest = line[:8], line[8:]
+            who, bracket, email = rest.rpartition(b" <")
+            shown = f"{name(who)} <{name(email[:-1])}>" if bracket and email.endswith(b">") else name(rest)
+            lines[index] = label + shown.encode("utf-8", "surrogateescape")
+    return patch_text(b"\n".join(lines))
 
 
 _HEADERS = (b"diff --git ", b"--- ", b"+++ ", b"rename from ", b"rename to ", b"copy from ", b"copy to ")
