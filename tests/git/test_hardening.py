@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from mcp_batteries.errors import AccessDenied
-from mcp_batteries.paths import AllowedDirectories
+from mcp_batteries.safety import AllowedDirectories
 from mcp_git.checks import check_remote_url, rewritten_urls
 from mcp_git.containment import (
     check_git_directory_links,

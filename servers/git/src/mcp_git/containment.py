@@ -5,7 +5,7 @@ symbolic links inside the git directory (a pack, the refs, the whole `objects`),
 includes, and, when it reads the working tree, symbolic links to directories. Each could make
 the server show what lies outside the directories the operator allowed. The rule, one for all of
 them: every place git would read must resolve (symbolic links followed) inside the allowed areas
-(`mcp_batteries.paths.AllowedDirectories`, as mcp-filesystem decides it), or the server refuses
+(`mcp_batteries.safety.AllowedDirectories`, as mcp-filesystem decides it), or the server refuses
 with an error that names the file and what it points to. Nothing here runs git; the checks run
 when the server (re)reads a repository's configuration (`runner.Git`), before any command.
 """
@@ -18,8 +18,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from mcp_batteries.errors import AccessDenied
-from mcp_batteries.names import quote_name, quote_path, unquote_name
-from mcp_batteries.paths import AllowedDirectories, resolve_path
+from mcp_batteries.safety import AllowedDirectories, quote_name, quote_path, resolve_path, unquote_name
 
 from mcp_git.text import MAX_NAME, clip
 

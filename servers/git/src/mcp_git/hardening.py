@@ -43,7 +43,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcp_batteries.names import quote_path
+from mcp_batteries.safety import quote_path
 
 from mcp_git.text import MAX_NAME, clip
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mcp_batteries.errors import InvalidInput, NotFound
-from mcp_batteries.names import quote_name, quote_path, unquote_name
+from mcp_batteries.safety import quote_name, quote_path, unquote_name
 
 from mcp_git.checks import branch_name, check_remote_url, remote_name, rewritten_urls
 from mcp_git.hardening import STATIC_CONFIG, config_arguments, promisor_remotes, split_key

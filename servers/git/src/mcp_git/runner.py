@@ -11,7 +11,7 @@ changes (their stat signatures are compared on every command), the repository is
 whatever their condition) and `hardening.neutralise` decides the overrides, or the refusal, that
 every command then carries. Outputs are bytes: callers decode names with `os.fsdecode`
 (undecodable bytes survive as surrogate escapes) and show them with
-`mcp_batteries.names.quote_name`.
+`mcp_batteries.safety.quote_name`.
 
 Calls block; the server layer runs them with `off_loop`, which also makes them cancellable: a
 cancelled request kills its git process (and that process's children) at once.
@@ -36,8 +36,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 from mcp_batteries.errors import AccessDenied, LimitExceeded, UpstreamError
-from mcp_batteries.names import quote_path
-from mcp_batteries.paths import AllowedDirectories
+from mcp_batteries.safety import AllowedDirectories, quote_path
 
 from mcp_git.authors import Identity, require_identity
 from mcp_git.containment import (
