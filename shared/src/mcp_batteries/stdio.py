@@ -14,8 +14,9 @@ reads stdin in a thread that cannot be interrupted (so a SIGTERM took seconds). 
 - reading waits on the descriptor in the event loop, so it is cancellable at once. On SIGTERM or
   SIGINT (or end of input) the server stops taking requests, gives the calls in flight
   `STDIO_SHUTDOWN_GRACE_S` to answer, then cancels them (each is answered "Connection closed")
-  and closes its services. Open `subscriptions/listen` streams are not calls: they end at once. A call stuck in a thread that ignores cancellation cannot hold the
-  process past `STDIO_EXIT_BOUND_S`.
+  and closes its services. Open `subscriptions/listen` streams are not calls: they end at once.
+  A call stuck in a thread that ignores cancellation cannot hold the process past
+  `STDIO_EXIT_BOUND_S`.
 
 While serving, fd 0 reads from /dev/null and fd 1 writes to stderr, so a stray `print` or a child
 process cannot corrupt the protocol stream.
