@@ -14,7 +14,7 @@ client that expands nothing gets its values as written), then:
   mcp-remote's environment, so a header left as `${MCP_AUTH_TOKEN}` fails as it would in the client.
 
 mcp-remote is pinned by `mcp-remote/package.json` + `package-lock.json` next to this file and
-installed with `npm ci` into `.tools/mcp-remote` by the conformance stage's Node helpers.
+installed with `npm ci` into `.tools/mcp-remote` by the Node helpers every npm stage shares (`tests/node.py`).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from mcp_batteries._bundle.client_table import CLIENTS, Places, client_named
 from mcp_batteries.testing import connect
 from ruamel.yaml import YAML
 
+from .. import node
 from .conftest import ROOT, BundleProcess, bundle_process, client_home, run_config
 
 HERE = Path(__file__).resolve().parent
@@ -45,15 +46,6 @@ TOKEN = "s3cret-token-for-the-launch-test"
 BARE_PATH = "/usr/bin:/bin"  # what a desktop app gives the servers it starts
 
 pytestmark = [pytest.mark.anyio]
-
-
-def _conformance() -> ModuleType:
-    path = ROOT / "tests" / "conformance" / "test_conformance.py"
-    spec = importlib.util.spec_from_file_location("conformance_node_helpers", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # -- reading the file as the client does ------------------------------------------------------------
@@ -181,9 +173,8 @@ async def test_a_written_stdio_entry_starts_as_its_client_starts_it_and_answers(
 
 @pytest.fixture(scope="module")
 def node_env() -> dict[str, str]:
-    helpers = _conformance()
-    env: dict[str, str] = helpers._node_env()
-    helpers.ensure_pinned(HERE / "mcp-remote", MCP_REMOTE_DIR, env)
+    env = node.node_env()
+    node.ensure_pinned(HERE / "mcp-remote", MCP_REMOTE_DIR, env)
     return env
 
 

@@ -532,3 +532,24 @@ async def test_a_tokens_file_at_the_top_level_signs_people_in_to_every_server_wi
                 headers={**JSON_AND_SSE, "authorization": "Bearer nobody-0123456789"},
             )
     assert stranger.status_code == 401
+
+
+@pytest.mark.parametrize("name", ["filesystem", "git"])
+async def test_a_client_whose_roots_list_is_empty_may_use_a_mounted_server_as_configured(
+    tmp_path: Path, tree: Path, name: str
+) -> None:
+    # The MCP Inspector declares roots and answers roots/list with [].
+    async def no_roots(_: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[])
+
+    await anyio.run_process(["git", "init", "--quiet", str(tree / "repo")])
+    async with (
+        running_bundle(name, "--config", str(bundle_file(tmp_path, tree))) as bundle,
+        connect_http(bundle.url(name), "legacy", list_roots_callback=no_roots) as client,
+    ):
+        if name == "filesystem":
+            result = await client.call_tool("read_text_file", {"path": "a.txt"})
+            assert text(result) == "alpha\n"
+        else:
+            result = await client.call_tool("git_status", {"repo_path": str(tree / "repo")})
+            assert not result.is_error, text(result)

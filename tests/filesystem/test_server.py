@@ -311,3 +311,55 @@ async def test_completion_stays_within_the_client_roots(root: Path) -> None:
     values = done.completion.values
     assert values and all("/src" in v for v in values)
     assert not any(v.endswith("notes.txt") for v in values)
+
+
+async def no_roots(_: Any) -> Any:
+    """What the MCP Inspector answers to roots/list: it declares roots and lists none."""
+    from mcp.types import ListRootsResult
+
+    return ListRootsResult(roots=[])
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_client_whose_roots_list_is_empty_may_use_every_configured_directory(
+    root: Path, transport: str
+) -> None:
+    args = (str(root), "--no-watch", "--log-level", "info")
+    if transport == "stdio":
+        async with connect(
+            stdio_params("mcp-batteries-filesystem", *args), "legacy", list_roots_callback=no_roots
+        ) as c:
+            listed = text(await c.call_tool("list_allowed_directories", {}))
+            read = await c.call_tool("read_text_file", {"path": "src/pkg/mod.py"})
+    else:
+        async with (
+            http_server("mcp-batteries-filesystem", *args) as running,
+            connect_http(running.url, "legacy", list_roots_callback=no_roots) as c,
+        ):
+            listed = text(await c.call_tool("list_allowed_directories", {}))
+            read = await c.call_tool("read_text_file", {"path": "src/pkg/mod.py"})
+            resource = await c.read_resource((root / "notes.txt").as_uri())
+            assert resource.contents[0].text.startswith("line 1\n")  # type: ignore[union-attr]
+        said = [line for line in running.stderr_lines if "narrows nothing" in line]
+        assert len(said) == 1 and " INFO " in said[0], running.stderr_lines
+    assert listed.endswith(str(root))
+    assert not read.is_error and "def hello" in text(read)
+
+
+async def test_roots_outside_every_allowed_directory_refuse_and_name_the_roots(
+    root: Path, tmp_path: Path
+) -> None:
+    from mcp.types import ListRootsResult, Root
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    async def outside(_: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=elsewhere.as_uri())])
+
+    async with connect(server_for(root), "legacy", list_roots_callback=outside) as c:
+        refused = await c.call_tool("read_text_file", {"path": str(root / "notes.txt")})
+        listed = text(await c.call_tool("list_allowed_directories", {}))
+    assert refused.is_error
+    for said in (text(refused), listed):
+        assert str(elsewhere) in said and str(root) in said and "none of its roots" in said

@@ -16,7 +16,7 @@ import anyio
 import pytest
 from mcp import MCPDeprecationWarning, MCPError
 from mcp.types import PromptReference, ResourceTemplateReference
-from mcp_batteries.testing import ERAS, Era, connect
+from mcp_batteries.testing import ERAS, Era, connect, connect_http, http_server, stdio_params
 from mcp_git.config import GitSettings
 from mcp_git.server import build_server
 
@@ -213,8 +213,9 @@ async def test_read_only_mode_offers_and_runs_nothing_that_changes_a_repository(
         assert not set(tools) & WRITERS
         assert {"git_status", "git_log", "git_tag", "git_stash"} <= set(tools)
         assert "action" not in tools["git_tag"].input_schema["properties"]
-        refused = await c.call_tool("git_commit", {"message": "sneaky"})
-        assert refused.is_error and "git_commit" in text(refused), text(refused)
+        with pytest.raises(MCPError) as refused:  # turned off: an unknown tool (-32602)
+            await c.call_tool("git_commit", {"message": "sneaky"})
+        assert refused.value.error.code == -32602 and "git_commit" in refused.value.error.message
         status_before = (project / ".git" / "index").stat().st_mtime_ns
         await c.call_tool("git_status", {})
         assert (project / ".git" / "index").stat().st_mtime_ns == status_before  # no index refresh either
@@ -344,3 +345,52 @@ async def test_client_roots_narrow_the_repositories_and_never_widen_them(
         widened = await c.call_tool("git_status", {"repo_path": str(outside)})
         assert widened.is_error  # a root never adds a repository the operator did not allow
         assert not (await c.call_tool("git_status", {"repo_path": "project"})).is_error
+
+
+async def no_roots(_: Any) -> Any:
+    """What the MCP Inspector answers to roots/list: it declares roots and lists none."""
+    from mcp.types import ListRootsResult
+
+    return ListRootsResult(roots=[])
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_client_whose_roots_list_is_empty_may_use_every_configured_repository(
+    project: Path, transport: str
+) -> None:
+    args = ("--repository", str(project), "--no-watch")
+    if transport == "stdio":
+        async with connect(
+            stdio_params("mcp-batteries-git", *args), "legacy", list_roots_callback=no_roots
+        ) as c:
+            status = await c.call_tool("git_status", {})
+            listed = await c.call_tool("git_list_repositories", {})
+    else:
+        async with (
+            http_server("mcp-batteries-git", *args) as running,
+            connect_http(running.url, "legacy", list_roots_callback=no_roots) as c,
+        ):
+            status = await c.call_tool("git_status", {})
+            listed = await c.call_tool("git_list_repositories", {})
+            log = await c.read_resource("git://project/log")
+            assert "second commit" in log.contents[0].text  # type: ignore[union-attr]
+    assert not status.is_error, text(status)
+    assert [r["name"] for r in listed.structured_content["repositories"]] == ["project"]  # type: ignore[index]
+
+
+async def test_roots_outside_every_allowed_repository_refuse_and_name_the_roots(
+    project: Path, tmp_path: Path
+) -> None:
+    from mcp.types import ListRootsResult, Root
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    async def outside(_: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=elsewhere.as_uri())])
+
+    async with connect(server_for(project), "legacy", list_roots_callback=outside) as c:
+        refused = await c.call_tool("git_status", {"repo_path": str(project)})
+    assert refused.is_error
+    assert str(elsewhere) in text(refused) and str(project) in text(refused), text(refused)
+    assert "none of this client's roots" in text(refused)

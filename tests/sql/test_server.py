@@ -11,7 +11,7 @@ import anyio
 import asyncpg
 import pytest
 from mcp import Client
-from mcp.types import ResourceTemplateReference
+from mcp.types import PromptReference, ResourceTemplateReference
 from mcp_batteries.testing import (
     ERAS,
     Era,
@@ -112,6 +112,28 @@ async def test_sqlite_every_tool(sqlite_file: Path, era: Era) -> None:
         assert prompts == {"explore_database", "write_query", "explain_slow_query"}
         prompt = await c.get_prompt("write_query", {"question": "how many rows?"})
         assert "describe_table" in str(prompt.messages[0].content)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_every_prompt_completes_its_database_argument(tmp_path: Path, era: Era) -> None:
+    for name in ("sales", "stock"):
+        sqlite_exec(tmp_path / f"{name}.db", "CREATE TABLE t (x INTEGER);")
+    server = build_server(
+        SqlSettings(databases=[f"sales={tmp_path / 'sales.db'}", f"stock={tmp_path / 'stock.db'}"])
+    )
+    async with connect(server.mcp, era) as c:
+        prompts = (await c.list_prompts()).prompts
+        for prompt in prompts:
+            assert "database" in {a.name for a in prompt.arguments or []}, prompt.name
+            ref = PromptReference(type="ref/prompt", name=prompt.name)
+            every = await c.complete(ref, {"name": "database", "value": ""})
+            assert every.completion.values == ["sales", "stock"], prompt.name
+            some = await c.complete(ref, {"name": "database", "value": "st"})
+            assert some.completion.values == ["stock"], prompt.name
+        free_text = await c.complete(
+            PromptReference(type="ref/prompt", name="write_query"), {"name": "question", "value": "how"}
+        )
+        assert free_text.completion.values == []
 
 
 # -- read-only ------------------------------------------------------------------------------

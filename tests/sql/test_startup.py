@@ -62,3 +62,34 @@ def test_the_default_database_is_announced_once_when_created(tmp_path: Path) -> 
     again = run(env=env)
     assert again.returncode == 0
     assert "no database was given" not in again.stderr
+
+
+def test_a_missing_file_is_refused_by_a_read_only_server_in_one_line_saying_how_to_create_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "app.db"
+    done = run(str(path))
+    assert done.returncode == 2 and done.stdout == ""
+    assert str(path) in done.stderr and "--allow-write" in done.stderr
+    assert done.stderr.strip().count("\n") == 0
+    assert not path.exists()
+
+
+def test_allow_write_creates_a_missing_file_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    done = run(str(path), "--allow-write")
+    assert done.returncode == 0, done.stderr
+    assert '"id":1' in done.stdout
+    assert path.is_file()
+    assert done.stderr.count("created an empty SQLite database") == 1 and str(path) in done.stderr
+    again = run(str(path), "--allow-write")
+    assert "created" not in again.stderr
+
+
+def test_allow_write_never_creates_the_directory_of_a_database_file(tmp_path: Path) -> None:
+    path = tmp_path / "nope" / "dir" / "app.db"
+    done = run(str(path), "--allow-write")
+    assert done.returncode == 2 and done.stdout == ""
+    assert str(tmp_path / "nope" / "dir") in done.stderr and "does not exist" in done.stderr
+    assert done.stderr.strip().count("\n") == 0
+    assert not (tmp_path / "nope").exists()

@@ -293,7 +293,7 @@ FRAMES: list[Frame] = [
         "tools/call of no such tool",
         _req("tools/call", {"name": "no_such_tool", "arguments": {}}),
         "id",
-        None,
+        INVALID_PARAMS,
     ),
     Frame(
         "tools/call name with a lone surrogate",
@@ -305,7 +305,7 @@ FRAMES: list[Frame] = [
         "tools/call of a 1 MB name",
         _req("tools/call", {"name": "n" * 1_000_000, "arguments": {}}),
         "id",
-        None,
+        INVALID_PARAMS,
     ),
     Frame("tools/list cursor 5", _req("tools/list", {"cursor": 5}), "id", INVALID_PARAMS),
     Frame("tools/list cursor garbage", _req("tools/list", {"cursor": "\x00garbage"}), "id", None),

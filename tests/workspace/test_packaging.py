@@ -65,6 +65,24 @@ def test_help_works_and_goes_to_stdout_with_exit_0(folder: Path) -> None:
     assert "--transport" in done.stdout and "--read-only" in done.stdout
 
 
+@pytest.mark.parametrize("folder", SERVERS, ids=lambda p: p.name)
+@pytest.mark.parametrize("script", ["mcp-batteries-{}", "mcp-{}"])
+def test_version_prints_the_distribution_and_its_version_with_exit_0(folder: Path, script: str) -> None:
+    done = subprocess.run(
+        [script_path(script.format(folder.name)), "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"mcp-batteries-{folder.name} {project(folder)['version']}\n"
+
+
+def test_the_mcp_batteries_command_prints_its_version() -> None:
+    done = subprocess.run(
+        [script_path("mcp-batteries"), "--version"], capture_output=True, text=True, timeout=60
+    )
+    version = tomllib.loads((ROOT / "shared" / "pyproject.toml").read_text())["project"]["version"]
+    assert (done.returncode, done.stdout) == (0, f"mcp-batteries {version}\n")
+
+
 def default_args(folder: Path, tmp_path: Path) -> list[str]:
     if folder.name == "filesystem":
         return [str(tmp_path)]

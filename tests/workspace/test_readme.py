@@ -82,6 +82,11 @@ async def fetch_answers(run: Run) -> None:
     assert "fetch" in names
 
 
+async def sql_creates_and_answers(run: Run) -> None:
+    assert "1" in await run.answers("query", {"sql": "SELECT 1 AS one"})
+    assert (run.checkout / "app.db").is_file()
+
+
 async def claude_desktop_entry_starts(run: Run) -> None:
     run.exits_0()
     written = json.loads((run.home / ".config" / "Claude" / "claude_desktop_config.json").read_text())
@@ -129,6 +134,7 @@ CONFIG = "./scripts/mcp-batteries config"
 RUN: dict[str, Check] = {
     "./scripts/run": serves_the_checkout,
     "./scripts/run fetch": fetch_answers,
+    "./scripts/run sql ./app.db --allow-write": sql_creates_and_answers,
     f"{CONFIG} claude-desktop filesystem --write -- ~/project": claude_desktop_entry_starts,
     f"{CONFIG} vscode filesystem fetch --write": vscode_file_written,
     f"{CONFIG} claude-code --http https://mcp.example.com --write": claude_code_file_written,
@@ -138,10 +144,6 @@ RUN: dict[str, Check] = {
 
 #: The README's commands that do not run here, and why.
 SKIPPED: dict[str, str] = {
-    "./scripts/run sql ./app.db": (
-        "fails on a fresh machine (no such file) until the `clients` branch of issue 19 lands; "
-        "then move it to RUN"
-    ),
     "MCP_AUTH_TOKEN=change-me ./scripts/run filesystem ~/shared --transport http --host 0.0.0.0 --port 8000 "
     "--allowed-hosts 'files.example.com:*'": (
         "serves on every interface until stopped; tests/shared/test_auth_http.py and "

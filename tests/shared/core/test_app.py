@@ -70,6 +70,34 @@ async def test_unknown_prompt_is_invalid_params(era: Era) -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
+async def test_an_unknown_tool_is_a_protocol_error_invalid_params(era: Era) -> None:
+    # The 2025-11-25 specification: an unknown tool is a JSON-RPC error, not a tool result.
+    async with connect(build_demo().mcp, era) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("nope" * 100, {})
+    assert caught.value.error.code == -32602
+    assert caught.value.error.message.startswith('Unknown tool: "nopenope')
+    assert len(caught.value.error.message) < 200  # the name is not echoed back whole
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize(
+    "settings",
+    [DemoSettings(read_only=True), DemoSettings(tools=["look"]), DemoSettings(disable_tools=["change"])],
+    ids=["read-only", "tools", "disable-tools"],
+)
+async def test_a_tool_the_operator_turned_off_is_unknown_the_same_way(
+    era: Era, settings: DemoSettings
+) -> None:
+    async with connect(build_demo(settings).mcp, era) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("change", {"name": "x"})
+    assert caught.value.error.code == -32602
+    assert caught.value.error.message.startswith('Unknown tool: "change"')
+    assert "turned off" in caught.value.error.message
+
+
+@pytest.mark.parametrize("era", ERAS)
 async def test_missing_resource_is_invalid_params(era: Era) -> None:
     async with connect(build_demo().mcp, era) as client:
         with pytest.raises(MCPError) as caught:

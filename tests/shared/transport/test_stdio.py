@@ -16,12 +16,8 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp_batteries._transport.stdio import (
-    SHUTTING_DOWN,
-    STDIO_EXIT_BOUND_S,
-    STDIO_SHUTDOWN_GRACE_S,
-    StdioTransport,
-)
+from mcp.types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
+from mcp_batteries.stdio import SHUTTING_DOWN, STDIO_EXIT_BOUND_S, STDIO_SHUTDOWN_GRACE_S, StdioTransport
 
 from ..hostile_server import HostileSettings, build_server
 
@@ -180,6 +176,30 @@ async def test_end_of_input_lets_the_calls_in_flight_answer_before_the_transport
         assert (await pipe.answer_to(1))["result"]["content"][0]["text"] == "slept 0.3"
         with anyio.fail_after(5):  # then the transport ends
             await pipe.served.wait()
+
+
+async def test_a_modern_client_leaving_with_a_listen_stream_open_ends_the_transport_at_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # An open subscriptions/listen stream is not a call in flight: a 2026-07-28 client that
+    # hangs up must not wait out the grace period (nor be told calls were cancelled).
+    listen = {
+        "jsonrpc": "2.0",
+        "id": "listen",
+        "method": "subscriptions/listen",
+        "params": {
+            "_meta": {PROTOCOL_VERSION_META_KEY: "2026-07-28", CLIENT_CAPABILITIES_META_KEY: {}},
+            "notifications": {"resourcesListChanged": True},
+        },
+    }
+    async with stdio_connection(initialize=False) as pipe:
+        await pipe.send(line(listen))
+        acknowledged = await pipe.receive()
+        assert acknowledged["method"] == "notifications/subscriptions/acknowledged", acknowledged
+        pipe.close_input()
+        with anyio.fail_after(STDIO_SHUTDOWN_GRACE_S - 0.5):
+            await pipe.served.wait()
+    assert not [r for r in caplog.records if "still running" in r.getMessage()]
 
 
 # -- the process: signals -------------------------------------------------------------------

@@ -161,7 +161,8 @@ def get_file_info(job: Job, path: str) -> str:
 
 def list_allowed_directories(job: Job) -> str:
     if not job.allowed.roots:
-        return "No directories are allowed for this client (its roots do not overlap the server's)."
+        described = job.allowed.describe()
+        return described[:1].upper() + described[1:] + "."
     return "Allowed directories:\n" + "\n".join(quote_path(r) for r in job.allowed.roots)
 
 

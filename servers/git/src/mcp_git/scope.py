@@ -84,10 +84,18 @@ def _repository_keys(paths: Sequence[Path]) -> dict[Path, str]:
 class RepositoryScope:
     """The allowed areas for one client (immutable)."""
 
-    def __init__(self, areas: Sequence[Area], keys: dict[Path, str], depth: int) -> None:
+    def __init__(
+        self,
+        areas: Sequence[Area],
+        keys: dict[Path, str],
+        depth: int,
+        unmatched: tuple[str, str] | None = None,
+    ) -> None:
         self.areas = tuple(areas)
         self._keys = keys
         self.depth = depth
+        #: When client roots narrowed this to nothing: (the client's roots, what was configured).
+        self._unmatched = unmatched if not self.areas else None
 
     @classmethod
     def configure(
@@ -112,10 +120,13 @@ class RepositoryScope:
 
     # -- narrowing -----------------------------------------------------------------------------
     def narrowed(self, client_roots: Iterable[str | os.PathLike[str]]) -> RepositoryScope:
+        """Roots that all lie outside leave nothing, and `describe()` then names them. (An empty
+        or absent roots list narrows nothing: `mcp_batteries.roots.RootsTracker` does not narrow then.)"""
+        given = [os.fspath(raw) for raw in client_roots]
         roots: list[Path] = []
-        for raw in client_roots:
+        for raw in given:
             try:
-                real = Path(os.path.realpath(os.fspath(raw), strict=True))
+                real = Path(os.path.realpath(raw, strict=True))
             except OSError:
                 continue
             if real.is_dir():
@@ -129,7 +140,10 @@ class RepositoryScope:
                     break
                 if area.contains(root):
                     kept.append(Area(root, area.base, False))
-        return RepositoryScope(list(dict.fromkeys(kept)), self._keys, self.depth)
+        shown = ", ".join(quote_path(r) for r in given[:5]) + (
+            f" and {len(given) - 5} more" if len(given) > 5 else ""
+        )
+        return RepositoryScope(list(dict.fromkeys(kept)), self._keys, self.depth, (shown, self.describe()))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, RepositoryScope) and other.areas == self.areas
@@ -150,6 +164,12 @@ class RepositoryScope:
             parts.append("repositories: " + ", ".join(repos))
         if dirs:
             parts.append("directories (any repository inside): " + ", ".join(dirs))
+        if not parts and self._unmatched is not None:
+            client_roots, configured = self._unmatched
+            return (
+                f"nothing: none of this client's roots ({client_roots}) overlaps what this server "
+                f"allows ({configured})"
+            )
         return (
             "; ".join(parts) if parts else "nothing (no repository or directory is allowed for this client)"
         )

@@ -17,6 +17,7 @@ import logging
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+import anyio
 from mcp_batteries.errors import InvalidInput
 
 from mcp_sql.models import ExecuteResult, QueryResult, SchemaInfo, TableDescription, TableInfo, TablePage
@@ -120,13 +121,20 @@ async def open_database(
                 "database URL or file to use another one)",
                 parsed.sqlite_path,
             )
-        return await SQLiteDatabase.open(
+        existed = await anyio.Path(parsed.sqlite_path).exists()
+        db = await SQLiteDatabase.open(
             name,
             parsed.sqlite_path,
             allow_write=allow_write,
             statement_timeout_s=statement_timeout_s,
             limits=limits,
         )
+        if not existed:
+            # Said on stderr, so a mistyped path shows at once rather than as an empty database.
+            logger.warning(
+                "%s did not exist: created an empty SQLite database there (--allow-write)", parsed.sqlite_path
+            )
+        return db
     assert parsed.dsn is not None
     if parsed.dialect == "mysql":
         from mcp_sql.mysql_engine import MySQLDatabase

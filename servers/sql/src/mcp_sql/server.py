@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from mcp.types import CallToolResult, Completion, Resource, ResourceTemplateReference, TextContent
+from mcp.types import (
+    CallToolResult,
+    Completion,
+    PromptReference,
+    Resource,
+    ResourceTemplateReference,
+    TextContent,
+)
+from mcp_batteries.app import BatteriesServer
 from mcp_batteries.live import LiveResources
 from mcp_batteries.server import BatteriesServer
 from pydantic import Field
@@ -196,7 +204,11 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
 
     @server.completion()
     async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:
-        if not isinstance(ref, ResourceTemplateReference) or not str(ref.uri).startswith("sql://"):
+        # Template variables (database, schema, table) and every prompt's `database` argument.
+        if isinstance(ref, PromptReference):
+            if argument.name != "database":
+                return None
+        elif not isinstance(ref, ResourceTemplateReference) or not str(ref.uri).startswith("sql://"):
             return None
         known = dict((context.arguments or {}) if context is not None else {})
         found = await databases.complete(argument.name, argument.value or "", known)

@@ -209,7 +209,13 @@ class SQLiteDatabase(CatalogMethods):
                     f"SQLite file {path} does not exist; a read-only server cannot create it "
                     "(check the path, or start with --allow-write to create an empty database)"
                 )
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # The file, never its directory: a mistyped directory is an error, not a new tree.
+            # (The embedded default database's directory is made by `urls.ensure_sqlite_file`.)
+            if not await anyio.Path(path.parent).is_dir():
+                raise ConfigError(
+                    f"SQLite file {path} cannot be created: its directory {path.parent} does not exist "
+                    "(create it first, or check the path)"
+                )
         uri_path = quote(str(path))
         read_uri = f"file:{uri_path}?mode=ro"
         writer: _Conn | None = None

@@ -6,7 +6,8 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
-from mcp_batteries.errors import UpstreamError
+import anyio
+from mcp_batteries.errors import ConfigError, UpstreamError
 
 from mcp_tasks.backend import Backend
 from mcp_tasks.config import TasksSettings
@@ -43,6 +44,14 @@ class TasksService:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[TaskStore]:
         s = self.settings
+        if s.db is None and not s.database_url:
+            # The default lives in the user's data directory: made on first use (a --db never is).
+            try:
+                await anyio.Path(s.sqlite_path.parent).mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot create the directory for the task database {s.sqlite_path}: {exc}"
+                ) from exc
         backend: Backend = await open_backend(
             sqlite_path=None if s.database_url else s.sqlite_path,
             database_url=s.database_url,

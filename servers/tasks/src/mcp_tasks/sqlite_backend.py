@@ -102,10 +102,13 @@ class SQLiteBackend:
 
     @classmethod
     async def open(cls, path: Path, *, busy_timeout: float) -> SQLiteBackend:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"cannot create the directory for the task database {path}: {exc}") from exc
+        # The file, never its directory: a mistyped --db is an error, not a new directory tree.
+        # (The default data directory is made by `service.py` before this.)
+        if not await anyio.Path(path.parent).is_dir():
+            raise ConfigError(
+                f"the task database {path} cannot be created: its directory {path.parent} does not "
+                "exist (create it first, or check --db)"
+            )
         try:
             writer = await _connect(str(path), uri=False, busy_timeout=busy_timeout)
             mode = await writer.execute_fetchall("PRAGMA journal_mode = WAL")

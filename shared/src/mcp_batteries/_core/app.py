@@ -95,6 +95,8 @@ class _Server(MCPServer[Any]):
     #: Per-caller filter: the registered tools that change things, and the scope they need.
     writing_tools: set[str]
     write_scope: str
+    #: Tools the operator turned off (not registered), and by which setting.
+    turned_off: dict[str, str]
 
     async def list_tools(self) -> list[MCPTool]:
         tools = await super().list_tools()
@@ -105,6 +107,16 @@ class _Server(MCPServer[Any]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        if not sdk.has_tool(self, name):
+            # The 2025-11-25 specification: an unknown tool is a protocol error (-32602), as an
+            # unknown prompt is, not a tool result. The SDK echoes the whole name back, however long.
+            why = self.turned_off.get(name)
+            raise MCPError(
+                INVALID_PARAMS,
+                f"Unknown tool: {_preview(name, 100)}"
+                + (f" (turned off on this server: {why})" if why else ""),
+                data={"name": _preview(name, 100)},
+            )
         if name in self.writing_tools:
             caller = current_caller()
             if not caller.can_write:
@@ -116,9 +128,6 @@ class _Server(MCPServer[Any]):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
-            if cause is None and not sdk.has_tool(self, name):
-                # The SDK echoes the whole name back, however long.
-                raise ToolError(f"Unknown tool: {_preview(name, 100)}") from exc
             if isinstance(cause, BatteriesError):
                 raise ToolError(str(cause)) from cause
             if isinstance(cause, ValidationError):
@@ -280,6 +289,7 @@ class BatteriesServer:
         #: Tools that change things: hidden from, and refused to, callers who may not write.
         self.writing_tools: set[str] = set()
         self.mcp.writing_tools = self.writing_tools
+        self.mcp.turned_off = {}
         self.mcp.write_scope = settings.oauth_write_scope
         self._listen = ListenHandler(self.bus)
         sdk.add_request_handler(
@@ -326,7 +336,9 @@ class BatteriesServer:
         def register(fn: F) -> F:
             tool_name = name or fn.__name__
             self._declared_tools.append(tool_name)
-            if self._excluded(tool_name, read_only=read_only):
+            excluded_by = self._excluded(tool_name, read_only=read_only)
+            if excluded_by:
+                self.mcp.turned_off[tool_name] = excluded_by
                 return fn
             if not read_only:
                 self.writing_tools.add(tool_name)
@@ -352,13 +364,14 @@ class BatteriesServer:
 
         return register
 
-    def _excluded(self, tool_name: str, *, read_only: bool) -> bool:
+    def _excluded(self, tool_name: str, *, read_only: bool) -> str:
+        """The setting that turns this tool off ("" when none does)."""
         s = self.settings
         if s.read_only and not read_only:
-            return True
+            return "it runs read-only"
         if s.tools is not None and tool_name not in s.tools:
-            return True
-        return tool_name in s.disable_tools
+            return "its tools setting leaves it out"
+        return "its disable_tools setting names it" if tool_name in s.disable_tools else ""
 
     def resource(self, uri: str, **options: Any) -> Callable[[F], F]:
         """Register a static resource or a template (`{name}`, `{+path}`), as `MCPServer.resource`."""

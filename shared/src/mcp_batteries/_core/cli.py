@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
 from mcp_batteries._core.settings import ServerSettings, build_settings
+from mcp_batteries._core.version import distribution_version
 from mcp_batteries.errors import ConfigError
 
 S = TypeVar("S", bound=ServerSettings)
@@ -114,6 +115,9 @@ def build_parser(
         formatter_class=argparse.RawDescriptionHelpFormatter,
         argument_default=argparse.SUPPRESS,  # only flags actually given override env and TOML
     )
+    # The published name, whichever script was run: it is what to look up, install or report.
+    version = f"{cls.distribution_name()} {distribution_version(cls.distribution_name())}"
+    parser.add_argument("--version", action="version", version=version, help="Show the version and exit.")
     positional = _positional_field(cls)
     own = parser.add_argument_group(f"{cls.server_name} options")
     common = parser.add_argument_group("common options")

@@ -5,41 +5,72 @@ fetched on first use, refetched on `notifications/roots/list_changed`, and cache
 connection. Modern (2026-07-28) connections, stateless HTTP and clients without roots use the
 configured value as it is: roots are deprecated in 2026-07-28, so configuration stays the source
 of truth (the spec's own migration advice).
+
+One rule for both eras: roots can only narrow. A roots list that names no local directory (empty,
+as the MCP Inspector sends, or only URIs that are not local `file://` ones) narrows nothing, as
+no roots at all; the server says so once per connection in its log. Roots that name local
+directories outside everything configured do narrow, to nothing, and the refusals name them.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
-from urllib.parse import unquote, urlparse
 
 import anyio
 from mcp.server import ServerRequestContext
 from mcp.server.session import ServerSession
-from mcp.types import ClientCapabilities, ListRootsRequest, NotificationParams, Root, RootsCapability
+from mcp.types import ClientCapabilities, NotificationParams, RootsCapability
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_batteries._protocol import sdk
 from mcp_batteries._protocol.sdk import Connection
+from mcp_batteries._safety.paths import file_uri_to_path
+from mcp_batteries.errors import InvalidInput
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_STATE_KEY = "mcp_batteries._live.roots"
+_STATE_KEY = "mcp_batteries.roots"
+_LOGGED_KEY = "mcp_batteries.roots.logged"
 ROOTS_TIMEOUT_S = 5.0
 
 
-def root_paths(roots: list[Root]) -> list[Path]:
-    """The local directories named by `file://` roots; other schemes cannot name a directory."""
-    paths = []
+@dataclass(frozen=True)
+class ClientRoots:
+    """What a `roots/list` answer says about local directories."""
+
+    #: The local paths named by `file://` roots (they may not exist).
+    paths: list[Path]
+    #: Roots that cannot name a local directory: other schemes, other hosts, malformed entries.
+    ignored: list[str]
+
+
+def read_roots(answer: Any) -> ClientRoots:
+    """The local paths in a raw `roots/list` result; entries that name none are set aside.
+
+    Read from the raw answer: the SDK's model refuses a whole answer for one root that is not a
+    `file://` URI, which would throw away the `file://` roots next to it.
+    """
+    roots = answer.get("roots") if isinstance(answer, dict) else None
+    if not isinstance(roots, list):
+        raise ValueError(f"roots/list answer has no roots list: {str(answer)[:200]!r}")
+    paths: list[Path] = []
+    ignored: list[str] = []
     for root in roots:
-        parsed = urlparse(str(root.uri))
-        if parsed.scheme == "file" and parsed.netloc in ("", "localhost"):
-            paths.append(Path(unquote(parsed.path)))
-    return paths
+        uri = root.get("uri") if isinstance(root, dict) else None
+        if not isinstance(uri, str):
+            ignored.append(str(root)[:200])
+            continue
+        try:
+            paths.append(Path(file_uri_to_path(uri)))
+        except InvalidInput:
+            ignored.append(uri[:200])
+    return ClientRoots(paths, ignored)
 
 
 class RootsTracker(Generic[T]):
@@ -84,11 +115,36 @@ class RootsTracker(Generic[T]):
     async def _fetch(self, connection: Connection) -> T:
         try:
             with anyio.fail_after(ROOTS_TIMEOUT_S):
-                result = await connection.send_request(ListRootsRequest())
+                roots = read_roots(await connection.send_raw_request("roots/list", None))
         except Exception as exc:  # a client that declares roots but cannot answer still gets served
             logger.warning("roots/list failed (%r); using the configured directories", exc)
             return self.configured
-        return self._narrow(self.configured, root_paths(result.roots))
+        if not roots.paths:
+            # Roots can only narrow: a list that names no local directory (the MCP Inspector
+            # answers `[]`) narrows nothing, exactly as a client without roots.
+            self._say_once(
+                connection,
+                "the client's roots list "
+                + (
+                    f"names no local directory (ignored: {', '.join(roots.ignored[:5])})"
+                    if roots.ignored
+                    else "is empty"
+                )
+                + ": it narrows nothing, so this client may use everything configured",
+            )
+            return self.configured
+        if roots.ignored:
+            self._say_once(
+                connection,
+                f"ignored client roots that name no local directory: {', '.join(roots.ignored[:5])}",
+            )
+        return self._narrow(self.configured, roots.paths)
+
+    @staticmethod
+    def _say_once(connection: Connection, message: str) -> None:
+        if not connection.state.get(_LOGGED_KEY):
+            connection.state[_LOGGED_KEY] = True
+            logger.info("%s", message)
 
     async def _on_roots_changed(self, ctx: ServerRequestContext[Any], params: NotificationParams) -> None:
         connection = sdk.connection_of(ctx.session)

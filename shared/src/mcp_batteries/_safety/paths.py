@@ -114,8 +114,10 @@ class AllowedDirectories:
     Immutable. Order matters: relative user paths are taken relative to the first one.
     """
 
-    __slots__ = ("_roots",)
+    __slots__ = ("_roots", "_unmatched")
     _roots: tuple[Path, ...]
+    #: When client roots narrowed this to nothing: (the client's roots, the configured dirs).
+    _unmatched: tuple[tuple[str, ...], tuple[Path, ...]] | None
 
     def __init__(self, dirs: Iterable[str | os.PathLike[str]]) -> None:
         roots: list[Path] = []
@@ -134,12 +136,16 @@ class AllowedDirectories:
             if real not in roots:
                 roots.append(real)
         object.__setattr__(self, "_roots", tuple(roots))
+        object.__setattr__(self, "_unmatched", None)
 
     @classmethod
-    def _from_real(cls, roots: Iterable[Path]) -> AllowedDirectories:
+    def _from_real(
+        cls, roots: Iterable[Path], unmatched: tuple[tuple[str, ...], tuple[Path, ...]] | None = None
+    ) -> AllowedDirectories:
         # For already-resolved, de-duplicated roots (used by `narrowed`).
         self = cls.__new__(cls)
         object.__setattr__(self, "_roots", tuple(dict.fromkeys(roots)))
+        object.__setattr__(self, "_unmatched", unmatched if not self._roots else None)
         return self
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -176,11 +182,13 @@ class AllowedDirectories:
         A configured dir is kept if it lies inside a client root; a client root is kept if it
         lies inside a configured dir. A client root of `/` therefore yields exactly the
         configured dirs, and a root outside them contributes nothing. Client roots that do not
-        exist (or are not directories) are dropped. An empty `client_roots` yields nothing.
+        exist (or are not directories) are dropped. Roots that all lie outside yield nothing, and
+        `describe()` then names them. (An empty or absent roots list narrows nothing: the caller,
+        `mcp_batteries.roots.RootsTracker`, does not narrow then.)
         """
+        given = [os.fspath(r) for r in client_roots]
         client_real: list[Path] = []
-        for r in client_roots:
-            raw = os.fspath(r)
+        for raw in given:
             try:
                 if isinstance(raw, str) and raw.startswith("file:"):
                     raw = file_uri_to_path(raw)
@@ -196,9 +204,19 @@ class AllowedDirectories:
                     kept.append(configured)
                 elif _is_within(client, configured):
                     kept.append(client)
-        return AllowedDirectories._from_real(kept)
+        shown = tuple(display_path(r) for r in given)
+        return AllowedDirectories._from_real(kept, (shown, self._roots))
 
     def describe(self) -> str:
+        if not self._roots and self._unmatched is not None:
+            client_roots, configured = self._unmatched
+            shown = ", ".join(client_roots[:5]) + (
+                f" and {len(client_roots) - 5} more" if len(client_roots) > 5 else ""
+            )
+            return (
+                f"no allowed directories for this client: none of its roots ({shown}) overlaps the "
+                "directories this server allows (" + ", ".join(display_path(r) for r in configured) + ")"
+            )
         if not self._roots:
             return "no allowed directories are configured"
         return "allowed directories: " + ", ".join(display_path(r) for r in self._roots)
@@ -221,10 +239,7 @@ def _check_lengths(path: str) -> None:
 
 def _denied(user_path: str, allowed: AllowedDirectories, why: str = "is outside") -> AccessDenied:
     if not allowed.roots:
-        return AccessDenied(
-            f"Access denied: {display_path(user_path)}: there are no allowed directories (none are "
-            "configured, or the client's roots overlap none of them)"
-        )
+        return AccessDenied(f"Access denied: {display_path(user_path)}: {allowed.describe()}")
     return AccessDenied(f"Access denied: {display_path(user_path)} {why} the {allowed.describe()}")
 
 

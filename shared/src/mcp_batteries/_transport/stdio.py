@@ -14,8 +14,9 @@ reads stdin in a thread that cannot be interrupted (so a SIGTERM took seconds). 
 - reading waits on the descriptor in the event loop, so it is cancellable at once. On SIGTERM or
   SIGINT (or end of input) the server stops taking requests, gives the calls in flight
   `STDIO_SHUTDOWN_GRACE_S` to answer, then cancels them (each is answered "Connection closed")
-  and closes its services. A call stuck in a thread that ignores cancellation cannot hold the
-  process past `STDIO_EXIT_BOUND_S`.
+  and closes its services. Open `subscriptions/listen` streams are not calls: they end at once.
+  A call stuck in a thread that ignores cancellation cannot hold the process past
+  `STDIO_EXIT_BOUND_S`.
 
 While serving, fd 0 reads from /dev/null and fd 1 writes to stderr, so a stray `print` or a child
 process cannot corrupt the protocol stream.
@@ -66,6 +67,10 @@ STDIO_SHUTDOWN_GRACE_S = 2.0
 STDIO_EXIT_BOUND_S = STDIO_SHUTDOWN_GRACE_S + 3.0
 #: JSON-RPC "server error" code for a request that arrives while the server is stopping.
 SHUTTING_DOWN = -32000
+
+#: Requests whose answer is a stream that lasts until the client leaves: not calls in flight, so
+#: stopping never waits for them (they end with the connection).
+_STREAMS = frozenset({"subscriptions/listen"})
 
 _READ_CHUNK = 256 * 1024
 _HEAD = 512  # bytes of an oversized frame kept to find its id
@@ -342,7 +347,8 @@ class StdioTransport:
             if self._stopping:
                 await self._refuse_while_stopping(message)
                 return
-            self._in_flight.add(message.id)
+            if message.method not in _STREAMS:
+                self._in_flight.add(message.id)
         elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
             cancelled = (message.params or {}).get("requestId")
             if cancelled is not None:
