@@ -19,7 +19,6 @@ installed with `npm ci` into `.tools/mcp-remote` by the Node helpers every npm s
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -27,7 +26,6 @@ import shutil
 import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import anyio

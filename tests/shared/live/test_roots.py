@@ -132,7 +132,7 @@ async def test_an_empty_roots_list_narrows_nothing_and_says_so_once_per_connecti
     # The MCP Inspector declares roots and answers []: that must not lock the client out.
     server = make_server(AllowedDirectories([dirs["a"], dirs["b"]]))
     empty = RootsAnswer()
-    caplog.set_level(logging.INFO, logger="mcp_batteries.roots")
+    caplog.set_level(logging.INFO, logger="mcp_batteries._live.roots")
     async with connect(server.mcp, "legacy", list_roots_callback=empty) as client:
         assert await call_where(client) == f"{dirs['a']},{dirs['b']}"
         with warnings.catch_warnings():

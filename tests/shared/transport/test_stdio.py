@@ -17,7 +17,12 @@ from typing import Any
 import anyio
 import pytest
 from mcp.types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
-from mcp_batteries.stdio import SHUTTING_DOWN, STDIO_EXIT_BOUND_S, STDIO_SHUTDOWN_GRACE_S, StdioTransport
+from mcp_batteries._transport.stdio import (
+    SHUTTING_DOWN,
+    STDIO_EXIT_BOUND_S,
+    STDIO_SHUTDOWN_GRACE_S,
+    StdioTransport,
+)
 
 from ..hostile_server import HostileSettings, build_server
 

@@ -121,7 +121,7 @@ class RepositoryScope:
     # -- narrowing -----------------------------------------------------------------------------
     def narrowed(self, client_roots: Iterable[str | os.PathLike[str]]) -> RepositoryScope:
         """Roots that all lie outside leave nothing, and `describe()` then names them. (An empty
-        or absent roots list narrows nothing: `mcp_batteries.roots.RootsTracker` does not narrow then.)"""
+        or absent roots list narrows nothing: `mcp_batteries.live.RootsTracker` does not narrow then.)"""
         given = [os.fspath(raw) for raw in client_roots]
         roots: list[Path] = []
         for raw in given:

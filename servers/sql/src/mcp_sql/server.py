@@ -12,7 +12,6 @@ from mcp.types import (
     ResourceTemplateReference,
     TextContent,
 )
-from mcp_batteries.app import BatteriesServer
 from mcp_batteries.live import LiveResources
 from mcp_batteries.server import BatteriesServer
 from pydantic import Field

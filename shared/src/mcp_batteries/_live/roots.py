@@ -35,8 +35,8 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_STATE_KEY = "mcp_batteries.roots"
-_LOGGED_KEY = "mcp_batteries.roots.logged"
+_STATE_KEY = "mcp_batteries._live.roots"
+_LOGGED_KEY = "mcp_batteries._live.roots.logged"
 ROOTS_TIMEOUT_S = 5.0
 
 

@@ -184,7 +184,7 @@ class AllowedDirectories:
         configured dirs, and a root outside them contributes nothing. Client roots that do not
         exist (or are not directories) are dropped. Roots that all lie outside yield nothing, and
         `describe()` then names them. (An empty or absent roots list narrows nothing: the caller,
-        `mcp_batteries.roots.RootsTracker`, does not narrow then.)
+        `mcp_batteries._live.roots.RootsTracker`, does not narrow then.)
         """
         given = [os.fspath(r) for r in client_roots]
         client_real: list[Path] = []
