@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from mcp_batteries.errors import BatteriesError, InvalidInput, UpstreamError
+from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput, UpstreamError
 
 from mcp_sql.guard import strip_statement
 from mcp_sql.models import ColumnMeta, SchemaInfo, StatementResult, TableDescription, TableInfo, TablePage
@@ -87,6 +87,25 @@ def transaction_ended(index: int, total: int) -> BatteriesError:
         f"{index + 1} may already be committed and the rest was not run. Check the data with query: "
         "execute refuses transaction control, so please report the statement that did this"
     )
+
+
+class StatementError(Exception):
+    """Statement `index` of an `execute` batch failed with `error` (raised inside a writer's batch,
+    turned into the batch's outcome message by `batch_failed` outside it)."""
+
+    def __init__(self, index: int, error: BatteriesError) -> None:
+        super().__init__(str(error))
+        self.index = index
+        self.error = error
+
+
+def check_analyze_allowed(analyze: bool, *, allow_write: bool) -> None:
+    """EXPLAIN ANALYZE runs the statement, so it is a write: refused on a read-only server."""
+    if analyze and not allow_write:
+        raise AccessDenied(
+            "explain with analyze executes the statement, so it needs a server started with "
+            "--allow-write; call explain without analyze for the estimated plan"
+        )
 
 
 def explain_target(sql: str) -> str:

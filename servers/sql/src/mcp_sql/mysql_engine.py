@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from asyncmy.cursors import SSCursor
-from mcp_batteries.errors import AccessDenied
 
 from mcp_sql import present
-from mcp_sql.engine_common import CatalogMethods, explain_target, page_bounds
+from mcp_sql.engine_common import CatalogMethods, check_analyze_allowed, explain_target, page_bounds
 from mcp_sql.models import ExecuteResult, QueryResult
 from mcp_sql.mysql_catalog import MySQLCatalog
 from mcp_sql.mysql_errors import DRIVER_ERRORS
@@ -110,11 +109,7 @@ class MySQLDatabase(CatalogMethods):
         return await self._writer.execute(statements, params, transaction=transaction)
 
     async def explain(self, sql: str, *, analyze: bool = False) -> str:
-        if analyze and not self.allow_write:
-            raise AccessDenied(
-                "explain with analyze executes the statement, so it needs a server started with "
-                "--allow-write; call explain without analyze for the estimated plan"
-            )
+        check_analyze_allowed(analyze, allow_write=self.allow_write)
         explain_target(sql)
         inner = check_mysql_explain_target(sql, allow_write=self.allow_write)
         if analyze:

@@ -18,12 +18,13 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput
+from mcp_batteries.errors import AccessDenied, InvalidInput
 
 from mcp_sql import present
 from mcp_sql.batch_guard import check_batch
 from mcp_sql.engine_common import (
     EXECUTE_DISABLED,
+    StatementError,
     batch_failed,
     commit_failed,
     transaction_ended,
@@ -40,13 +41,6 @@ from mcp_sql.params import split_statement_params
 from mcp_sql.results import ResultLimits
 
 _SERVER_STATUS_IN_TRANS = 1
-
-
-class _StatementError(Exception):
-    def __init__(self, index: int, error: BatteriesError) -> None:
-        super().__init__(str(error))
-        self.index = index
-        self.error = error
 
 
 class MySQLWriter:
@@ -85,7 +79,7 @@ class MySQLWriter:
     async def _alone(self, call: Call, text: str) -> StatementResult:
         try:
             return await self._run(call, 0, text)
-        except _StatementError as failure:
+        except StatementError as failure:
             raise failure.error from failure
 
     async def _batch(self, call: Call, texts: list[str]) -> list[StatementResult]:
@@ -101,7 +95,7 @@ class MySQLWriter:
                 results.append(await self._run(call, index, text))
                 if not conn.server_status & _SERVER_STATUS_IN_TRANS:
                     raise transaction_ended(index, total)
-        except _StatementError as failure:
+        except StatementError as failure:
             lost = connection_lost(failure.__cause__) if failure.__cause__ else False
             if not lost:
                 await _rollback(conn)
@@ -122,7 +116,7 @@ class MySQLWriter:
             rows = await cursor.fetchall() if cursor.description else None
             columns = result_columns(cursor) if cursor.description else None
         except DRIVER_ERRORS as exc:
-            raise _StatementError(index, self._pool.map_error(exc, text, call)) from exc
+            raise StatementError(index, self._pool.map_error(exc, text, call)) from exc
         words = leading_words(text)
         command = (
             " ".join(words[:2])

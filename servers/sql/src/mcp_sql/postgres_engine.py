@@ -40,9 +40,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from mcp_batteries.errors import AccessDenied
-
-from mcp_sql.engine_common import CatalogMethods, explain_target, page_bounds
+from mcp_sql.engine_common import CatalogMethods, check_analyze_allowed, explain_target, page_bounds
 from mcp_sql.guard import check_postgres_explain_target, check_postgres_read
 from mcp_sql.models import ExecuteResult, QueryResult
 from mcp_sql.pg_params import coerce_params, positional_params
@@ -149,11 +147,7 @@ class PostgresDatabase(CatalogMethods):
         return await self._writer.execute(statements, params, transaction=transaction)
 
     async def explain(self, sql: str, *, analyze: bool = False) -> str:
-        if analyze and not self.allow_write:
-            raise AccessDenied(
-                "explain with analyze executes the statement, so it needs a server started with "
-                "--allow-write; call explain without analyze for the estimated plan"
-            )
+        check_analyze_allowed(analyze, allow_write=self.allow_write)
         explain_target(sql)
         inner = check_postgres_explain_target(sql, allow_write=self.allow_write)
         if not analyze:

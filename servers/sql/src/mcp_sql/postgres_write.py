@@ -25,6 +25,7 @@ from mcp_batteries.errors import AccessDenied, BatteriesError
 from mcp_sql.batch_guard import check_batch
 from mcp_sql.engine_common import (
     EXECUTE_DISABLED,
+    StatementError,
     batch_failed,
     commit_failed,
     transaction_ended,
@@ -40,15 +41,6 @@ from mcp_sql.results import ResultLimits
 from mcp_sql.values import pg_type_name
 
 _ROW_COUNT_COMMANDS = {"INSERT", "UPDATE", "DELETE", "MERGE", "SELECT", "COPY", "MOVE", "FETCH"}
-
-
-class _StatementError(Exception):
-    """A statement of the batch failed with `error` (a BatteriesError)."""
-
-    def __init__(self, index: int, error: BatteriesError) -> None:
-        super().__init__(str(error))
-        self.index = index
-        self.error = error
 
 
 class PostgresWriter:
@@ -92,7 +84,7 @@ class PostgresWriter:
                 results.append(await self._run(conn, index, sql, p))
                 if not conn.is_in_transaction():
                     raise transaction_ended(index, total)
-        except _StatementError as failure:
+        except StatementError as failure:
             rolled_back = await self._pool.discard(conn, tx)
             raise batch_failed(failure.error, failure.index, total, rolled_back=rolled_back) from failure
         except BaseException:
@@ -115,7 +107,7 @@ class PostgresWriter:
             raise self._pool.map_error(exc, None) from exc
         try:
             return await self._run(conn, 0, sql, params)
-        except _StatementError as failure:
+        except StatementError as failure:
             raise failure.error from failure
         finally:
             if connection_alive(conn):
@@ -134,9 +126,9 @@ class PostgresWriter:
             status = prepared.get_statusmsg() or ""
             attributes = prepared.get_attributes()
         except DRIVER_ERRORS as exc:
-            raise _StatementError(index, self._pool.map_error(exc, text)) from exc
+            raise StatementError(index, self._pool.map_error(exc, text)) from exc
         except BatteriesError as exc:  # a parameter that does not convert
-            raise _StatementError(index, exc) from exc
+            raise StatementError(index, exc) from exc
         words = status.split()
         affected = (
             int(words[-1]) if words and words[-1].isdigit() and words[0] in _ROW_COUNT_COMMANDS else None
