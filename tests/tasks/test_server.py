@@ -10,7 +10,16 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.types import PromptReference, ResourceTemplateReference
-from mcp_batteries.testing import ERAS, Era, Notifications, connect, connect_http, http_server, stdio_params
+from mcp_batteries.testing import (
+    ERAS,
+    Era,
+    Notifications,
+    connect,
+    connect_http,
+    http_server,
+    stdio_params,
+    write_private,
+)
 from mcp_tasks.config import TasksSettings
 from mcp_tasks.server import build_server
 
@@ -243,7 +252,7 @@ async def test_every_tool_and_resource_over_http(db_path: Path, era: Era) -> Non
 async def test_two_users_of_a_tokens_file_never_see_each_others_workspace(
     db_path: Path, tmp_path: Path
 ) -> None:
-    tokens = tmp_path / "tokens.toml"
+    tokens = write_private(tmp_path / "tokens.toml", "")
     tokens.write_text(
         '[[tokens]]\nuser = "alice"\ntoken = "alice-token-0123456789"\nworkspaces = ["team-a"]\n\n'
         '[[tokens]]\nuser = "bob"\ntoken = "bob-token-0123456789ab"\nworkspaces = ["team-b"]\n\n'
@@ -300,3 +309,18 @@ async def test_two_users_of_a_tokens_file_never_see_each_others_workspace(
         assert "Unauthorized" in repr(
             failure.exceptions if isinstance(failure, BaseExceptionGroup) else failure
         )
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_database_password_never_reaches_the_instructions(pg_tasks: str, era: Era) -> None:
+    # Trust authentication accepts any password: the server really connects with these.
+    url = pg_tasks.replace("postgres@", "postgres:hunter2-userinfo@", 1) + (
+        "?password=hunter2-query&sslmode=disable"
+    )
+    async with connect(build_server(TasksSettings(database_url=url)).mcp, era) as c:
+        added = await c.call_tool("add_task", {"title": "works"})
+        instructions = c.instructions or ""
+    assert not added.is_error, text(added)
+    assert "PostgreSQL postgresql://***@127.0.0.1" in instructions
+    assert "?password=***&sslmode=disable" in instructions
+    assert "hunter2" not in instructions

@@ -17,6 +17,7 @@ import anyio
 
 from mcp_batteries.cli import fail, parse_settings
 from mcp_batteries.errors import ConfigError
+from mcp_batteries.redact import RedactingFormatter
 
 if TYPE_CHECKING:
     from mcp_batteries.app import BatteriesServer
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 def configure_logging(level: str) -> None:
     """Logs go to stderr, always: on stdio, stdout belongs to the protocol."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    # Through the one redaction: no log line shows a password, whichever code wrote it.
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -18,9 +18,10 @@ from pathlib import Path
 
 from mcp_batteries.errors import InvalidInput, NotFound
 from mcp_batteries.names import quote_name, unquote_name
+from mcp_batteries.redact import redact_text, redact_url
 
 from mcp_git.checks import branch_name, check_remote_url, remote_name
-from mcp_git.refs import effective_urls, redact, remote_names
+from mcp_git.refs import effective_urls, remote_names
 from mcp_git.runner import Git, GitResult
 from mcp_git.text import free_text
 
@@ -65,8 +66,8 @@ def _is_local(url: str) -> bool:
 
 def _report(verb: str, remote: str, result: GitResult) -> str:
     output = (free_text(result.stderr) + free_text(result.stdout)).strip()
-    lines = [redact(line) for line in output.splitlines() if not line.startswith("hint:")]
-    return f"{verb} {redact(remote)}" + (":\n" + "\n".join(lines) if lines else "")
+    lines = [redact_text(line) for line in output.splitlines() if not line.startswith("hint:")]
+    return f"{verb} {redact_url(remote)}" + (":\n" + "\n".join(lines) if lines else "")
 
 
 def fetch(

@@ -15,13 +15,14 @@ from typing import Any
 
 from mcp_batteries.errors import AccessDenied, InvalidInput, NotFound
 from mcp_batteries.names import quote_name, unquote_name
+from mcp_batteries.redact import redact_url
 
 from mcp_sql import present
 from mcp_sql.config import SqlSettings
 from mcp_sql.database import Database, open_database
 from mcp_sql.render import safe_text
 from mcp_sql.uris import parse_uri, schema_uri, table_uri
-from mcp_sql.urls import check_sqlite_file, parse_database_specs, parse_url, redact_url
+from mcp_sql.urls import check_sqlite_file, parse_database_specs, parse_url
 
 logger = logging.getLogger(__name__)
 

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from mcp_batteries.errors import UpstreamError
+from mcp_batteries.redact import redact_url
 
 from mcp_tasks.backend import Backend
 from mcp_tasks.config import TasksSettings
@@ -35,9 +36,7 @@ class TasksService:
     def where(self) -> str:
         s = self.settings
         if s.database_url:
-            from mcp_tasks.postgres_backend import redact
-
-            return f"PostgreSQL {redact(s.database_url)}"
+            return f"PostgreSQL {redact_url(s.database_url)}"
         return f"SQLite file {s.sqlite_path}"
 
     @asynccontextmanager
