@@ -88,6 +88,15 @@ class ServerSettings(BaseSettings):
         description="HTTP: no sessions (legacy clients then get no change notifications).",
     )
     read_only: bool = Field(False, description="Hide and refuse every tool that changes anything.")
+    max_result_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=16 * 1024,
+        description=(
+            "Most bytes one tool result, resource read or prompt may carry; the server cuts a larger "
+            "one and says how to get the rest."
+        ),
+        json_schema_extra={"metavar": "BYTES"},
+    )
     tools: NameList | None = Field(
         None,
         description="Only offer these tools (default: all).",

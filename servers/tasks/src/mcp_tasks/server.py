@@ -173,7 +173,7 @@ def build_server(settings: TasksSettings) -> BatteriesServer:
         found = await service.store.get_task(actor(), task_id)
         return reply(found, render.detail(found))
 
-    @server.tool(title="List tasks", read_only=True)
+    @server.tool(title="List tasks", read_only=True, paging="call it again with a smaller limit, then offset")
     async def list_tasks(
         list: Annotated[
             str | None, Field(description="Only this list (default: every list not archived).")
