@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_batteries.errors import AccessDenied, InvalidInput, NotFound
+from mcp_batteries.integers import cursor_offset
 from mcp_batteries.names import quote_name, unquote_name
 from mcp_batteries.redact import redact_url
 
@@ -152,10 +153,7 @@ class Databases:
 
     async def resources_page(self, cursor: str | None) -> tuple[list[ResourceEntry], str | None]:
         """One page of resources/list: each database's schema, then its tables and views."""
-        try:
-            start = int(cursor) if cursor else 0
-        except ValueError:
-            raise InvalidInput(f"invalid cursor {cursor!r}") from None
+        start = cursor_offset(cursor)
         entries: list[ResourceEntry] = []
         for name, db in self._open.items():
             entries.append(ResourceEntry(uri=schema_uri(name), name=f"{quote_name(name)} schema"))
