@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from mcp_batteries.redact import HIDDEN, KNOWN, RedactingFormatter, redact_text, redact_url, remember_secrets
+from mcp_batteries.testing import ERAS, Era, connect
 
 
 @pytest.fixture(autouse=True)
@@ -141,3 +142,37 @@ def test_every_log_line_passes_through_the_redaction(caplog: pytest.LogCaptureFi
         record.exc_info = sys.exc_info()
     line = RedactingFormatter("%(message)s").format(record)
     assert "pw9" not in line and "pw10" not in line and "https://***@h/" in line
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("era", ERAS)
+async def test_domain_errors_reach_the_client_through_the_redaction(era: Era) -> None:
+    from typing import ClassVar
+
+    from mcp_batteries.app import BatteriesServer
+    from mcp_batteries.errors import NotFound, UpstreamError
+    from mcp_batteries.settings import ServerSettings
+
+    class Settings(ServerSettings):
+        server_name: ClassVar[str] = "leaky"
+        distribution: ClassVar[str | None] = "mcp-batteries"
+
+    server = BatteriesServer(Settings(), instructions="quotes URLs in its errors")
+
+    @server.tool(title="Fetch", read_only=True)
+    async def fetch() -> str:
+        """Fails as git does."""
+        raise UpstreamError("fatal: unable to access 'https://ghp_leak1@github.com/o/r.git/': 403")
+
+    async def read(session: object, uri: str) -> tuple[str, str]:
+        raise NotFound("no database at postgresql://u:leak2@h/db?password=leak3")
+
+    server.read_resources_with("leaky://", read)
+    async with connect(server.mcp, era) as client:
+        failed = await client.call_tool("fetch", {})
+        with pytest.raises(Exception, match="postgresql") as refused:
+            await client.read_resource("leaky://x")
+    shown = failed.content[0].text + str(refused.value)  # type: ignore[union-attr]
+    assert failed.is_error and "https://***@github.com/o/r.git/" in shown
+    for secret in ("leak1", "leak2", "leak3"):
+        assert secret not in shown

@@ -64,6 +64,7 @@ from mcp_batteries.frames import FrameGuard
 from mcp_batteries.identity import current_caller
 from mcp_batteries.names import scrub
 from mcp_batteries.notify import RESOURCE_LIST, Interest, Notifier
+from mcp_batteries.redact import redact_text
 from mcp_batteries.settings import ServerSettings
 from mcp_batteries.strict import strict_arguments
 
@@ -121,7 +122,7 @@ class _Server(MCPServer[Any]):
                 # The SDK echoes the whole name back, however long.
                 raise ToolError(f"Unknown tool: {_preview(name, 100)}") from exc
             if isinstance(cause, BatteriesError):
-                raise ToolError(str(cause)) from cause
+                raise ToolError(said(cause)) from cause
             if isinstance(cause, ValidationError):
                 raise ToolError(
                     f"invalid arguments for {name}: {describe_validation_error(cause)}"
@@ -160,7 +161,7 @@ class _Server(MCPServer[Any]):
             domain = _batteries_cause(exc)
             if domain is not None:
                 code = INVALID_PARAMS if isinstance(domain, _CLIENT_ERRORS) else INTERNAL_ERROR
-                raise MCPError(code, str(domain), data={"prompt": name}) from exc
+                raise MCPError(code, said(domain), data={"prompt": name}) from exc
             if _crash_cause(exc) is not None:
                 logger.error("prompt %r raised an unexpected exception", name, exc_info=_crash_cause(exc))
                 raise MCPError(
@@ -181,16 +182,22 @@ class _Server(MCPServer[Any]):
         return app
 
 
+def said(error: BaseException) -> str:
+    """A domain error's message as the client gets it: exactly its text, through the one
+    redaction (a git or driver error may quote a remote's or database's URL with its password)."""
+    return redact_text(str(error))
+
+
 #: Errors of the client's making: JSON-RPC `-32602` when they end a resource read or a prompt.
 _CLIENT_ERRORS = (NotFound, InvalidInput, AccessDenied)
 
 
 def _resource_error(exc: BatteriesError, uri: Any) -> Exception:
     if isinstance(exc, NotFound):
-        return ResourceNotFoundError(str(exc))
+        return ResourceNotFoundError(said(exc))
     if isinstance(exc, _CLIENT_ERRORS):
-        return MCPError(INVALID_PARAMS, str(exc), data={"uri": str(uri)})
-    return ResourceError(str(exc))
+        return MCPError(INVALID_PARAMS, said(exc), data={"uri": str(uri)})
+    return ResourceError(said(exc))
 
 
 def _batteries_cause(exc: BaseException) -> BatteriesError | None:
@@ -410,7 +417,7 @@ class BatteriesServer:
                 try:
                     result = await fn(params.ref, params.argument, params.context, **extra)
                 except BatteriesError as exc:
-                    raise MCPError(INVALID_PARAMS, str(exc)) from exc
+                    raise MCPError(INVALID_PARAMS, said(exc)) from exc
                 except MCPError:
                     raise
                 except Exception as exc:
@@ -441,7 +448,7 @@ class BatteriesServer:
             try:
                 dynamic, next_cursor = await lister(ctx.session, cursor)
             except BatteriesError as exc:
-                raise MCPError(INVALID_PARAMS, str(exc)) from exc
+                raise MCPError(INVALID_PARAMS, said(exc)) from exc
             return ListResourcesResult(resources=static + dynamic, next_cursor=next_cursor)
 
         sdk.add_request_handler(self.mcp, "resources/list", PaginatedRequestParams, handler)
@@ -556,7 +563,7 @@ class BatteriesServer:
             ) from exc
         except BatteriesError as exc:
             code = INVALID_PARAMS if isinstance(exc, _CLIENT_ERRORS) else INTERNAL_ERROR
-            raise MCPError(code, str(exc)) from exc
+            raise MCPError(code, said(exc)) from exc
         except Exception as exc:
             logger.exception("%s raised an unexpected exception", ctx.method)
             raise MCPError(
