@@ -24,12 +24,12 @@ a secret can hide in any part whose meaning we cannot know.
 
 `redact_text` applies `redact_url` to every `scheme://...` run in a text and, since free text
 has no grammar to be default-deny about, replaces the value of `password=`-like pairs
-(`SECRET_WORDS`) found outside URLs (as libpq and drivers echo them in error messages).
+(`SECRET_KEY_PARTS`) found outside URLs (as libpq and drivers echo them in error messages).
 
 It also hides every **known secret**: each server's settings are read once, when they are
-built, and what `redact_url` would hide in them (passwords, hidden parameter values,
-token-length user names) is remembered (`remember_secrets`), whole and in the pieces a URL
-parser cuts it into at `@ : / ? # & ; =`. A driver that misreads a password containing `@` and
+built, and what `redact_url` would hide in the URLs among them (passwords, hidden parameter
+values, token-length user names) is remembered (`remember_secrets`), whole and in the pieces a
+URL parser cuts it into at `@ : / ? # & ; =`. A driver that misreads a password containing `@` and
 quotes its tail (`invalid port 'tail@host'`) still shows `***`. Pieces shorter than
 `MIN_PIECE` characters are not remembered (they would hide ordinary words).
 """
@@ -43,6 +43,7 @@ from urllib.parse import unquote
 
 __all__ = [
     "HIDDEN",
+    "SECRET_KEY_PARTS",
     "SHOWN_PARAMETERS",
     "KnownSecrets",
     "RedactingFormatter",
@@ -75,13 +76,14 @@ SHOWN_PARAMETERS = frozenset(
 )  # fmt: skip
 
 #: Free text only (`redact_text`): `NAME=value` pairs outside URLs whose value is hidden.
-SECRET_WORDS = re.compile(
-    r"(?i)\b((?:[\w.-]*[_.-])?"
-    r"(?:[a-z0-9]*pass(?:word|wd|file|phrase)?|pwd|secret|token|api_?key|apikey|auth|authorization|"
-    r"credentials?|signature|sig|private_?key|sslkey|access_?key)"
-    r"(?:[_.-][\w.-]*)?)"
-    r"(\s*=\s*)('(?:[^'\\]|\\.)*'?|\"(?:[^\"\\]|\\.)*\"?|[^\s&;,'\"]+)"
-)
+#: Free text only (`redact_text`): the value of a `KEY=value` pair outside URLs is hidden when
+#: KEY, lower-cased without `_ . -`, contains one of these (`PGPASSWORD`, `api_key`, `sslkey`)...
+SECRET_KEY_PARTS = (
+    "password", "passwd", "passfile", "passphrase", "secret", "token", "apikey", "credential",
+    "signature", "privatekey", "sslkey", "accesskey", "authorization",
+)  # fmt: skip
+#: ... or when one of its `_ . -`-separated words is one of these.
+SECRET_KEY_WORDS = frozenset({"pass", "pwd", "auth", "sig", "key"})
 
 #: Shortest piece of a known secret that is hidden wherever it appears as a word.
 MIN_PIECE = 4
@@ -89,9 +91,14 @@ MIN_PIECE = 4
 MIN_SECRET_USER = 16
 #: User names shown when they come without a password: conventional and never secret.
 _PUBLIC_USERS = frozenset({"git"})
-_SCHEME = r"[A-Za-z][A-Za-z0-9+.\-]*(?::[A-Za-z][A-Za-z0-9+.\-]*)*"
+# Every pattern here runs in time linear in its input (bounded repetitions, no nested choice):
+# redaction sees whatever a client or a driver put in an error message, 300,000 characters too.
+_SCHEME = r"[A-Za-z][A-Za-z0-9+.\-]{0,63}(?::[A-Za-z][A-Za-z0-9+.\-]{0,63}){0,3}"
 _URL_START = re.compile(_SCHEME + "://")
-_URL_IN_TEXT = re.compile(_SCHEME + r"://[^\s'\"<>`]*")
+_SCHEME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-:")
+_URL_REST = re.compile(r"[^\s'\"<>`]*")
+_KEY_BEFORE = re.compile(r"(?<![\w.\-])[\w.\-]{1,64}\s{0,8}\Z")
+_SEPARATORS = re.compile(r"[_.\-]")
 #: An authority (host[:port], IPv6 literals, libpq's host1:port1,host2:port2) with nothing a
 #: credential could hide in.
 _HOST = r"(?:\[[0-9A-Fa-f:.%\w]*\]|[^:@\[\],]*)(?::\d*)?"
@@ -138,22 +145,25 @@ def redact_text(text: str) -> str:
     if "=" in text or "://" in text:
         pieces: list[str] = []
         last = 0
-        for match in _URL_IN_TEXT.finditer(text):
-            pieces.append(_hide_secret_words(text[last : match.start()]))
-            pieces.append(_redact_url(match.group(), _Hidden()))
-            last = match.end()
+        for start, end in _urls_in(text):
+            pieces.append(_hide_secret_words(text[last:start]))
+            pieces.append(_redact_url(text[start:end], _Hidden()))
+            last = end
         pieces.append(_hide_secret_words(text[last:]))
         text = "".join(pieces)
     return KNOWN.hide(text)
 
 
 def remember_secrets(value: str) -> None:
-    """Remember what `redact_url` hides in `value` (a configured URL or DSN), so that
-    `redact_text` and `redact_url` hide it wherever else it turns up."""
-    if not any(mark in value for mark in "@=#?"):
+    """Remember what `redact_url` hides in the URLs of `value` (a configured URL, or a `name=URL`
+    spec), so that `redact_text` and `redact_url` hide it wherever else it turns up. Only URLs
+    count: a path that merely contains "@" or "=" holds no credential, and remembering its
+    pieces would hide ordinary words."""
+    if "://" not in value:
         return
     hidden = _Hidden()
-    _redact_url(value, hidden)
+    for start, end in _urls_in(value):
+        _redact_url(value[start:end], hidden)
     KNOWN.add(hidden.secrets, [user for user in hidden.users if len(user) >= MIN_SECRET_USER])
 
 
@@ -222,8 +232,79 @@ def _redact_url(url: str, hidden: _Hidden) -> str:
     return url
 
 
+def _urls_in(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every `scheme://...` run in `text`, found from its "://" marks."""
+    found: list[tuple[int, int]] = []
+    mark = text.find("://")
+    while mark != -1:
+        start = _scheme_start(text, mark, found[-1][1] if found else 0)
+        rest = _URL_REST.match(text, mark + 3)
+        end = rest.end() if rest is not None else mark + 3
+        if start is not None:
+            found.append((start, end))
+        mark = text.find("://", end)
+    return found
+
+
+def _scheme_start(text: str, mark: int, floor: int) -> int | None:
+    """Where the scheme ending at `mark` starts (at most 260 characters back, not before
+    `floor`): the first letter of the run of scheme characters before it, if that is a scheme."""
+    start = mark
+    while start > max(floor, mark - 260) and text[start - 1] in _SCHEME_CHARACTERS:
+        start -= 1
+    while start < mark and not (text[start].isascii() and text[start].isalpha()):
+        start += 1
+    if start < mark and _URL_START.fullmatch(text, start, mark + 3):
+        return start
+    return None
+
+
+def _is_secret_key(key: str) -> bool:
+    lowered = key.lower()
+    joined = _SEPARATORS.sub("", lowered)
+    return any(part in joined for part in SECRET_KEY_PARTS) or not SECRET_KEY_WORDS.isdisjoint(
+        _SEPARATORS.split(lowered)
+    )
+
+
 def _hide_secret_words(text: str) -> str:
-    return SECRET_WORDS.sub(lambda m: f"{m.group(1)}{m.group(2)}{HIDDEN}", text)
+    """`text` with the value of every `SECRET=value` pair replaced by `***`."""
+    if "=" not in text:
+        return text
+    pieces: list[str] = []
+    last = 0
+    equals = text.find("=")
+    while equals != -1:
+        key = _KEY_BEFORE.search(text, max(0, equals - 80), equals)
+        start = equals + 1
+        while start < len(text) and text[start] in " \t":
+            start += 1
+        end = _value_end(text, start)
+        if key is not None and end > start and _is_secret_key(key.group().strip()):
+            pieces.append(text[last:start] + HIDDEN)
+            last = end
+        equals = text.find("=", max(end, equals + 1))
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def _value_end(text: str, start: int) -> int:
+    """Where the value starting at `start` ends: a quoted string (to its closing quote, or the
+    end of the text), else the next space, `&`, `;`, `,` or quote."""
+    if start < len(text) and text[start] in "'\"":
+        quote, index = text[start], start + 1
+        while index < len(text):
+            if text[index] == "\\":
+                index += 2
+            elif text[index] == quote:
+                return index + 1
+            else:
+                index += 1
+        return len(text)
+    end = start
+    while end < len(text) and text[end] not in " \t\r\n&;,'\"":
+        end += 1
+    return end
 
 
 def _redact_after_scheme(rest: str, hidden: _Hidden) -> str:
