@@ -17,8 +17,10 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
+from mcp_batteries.redact import KNOWN
 
 #: Where the session's home directory is, for tests that check the isolation itself.
 SESSION_HOME_ENV = "MCP_BATTERIES_TEST_HOME"
@@ -77,3 +79,13 @@ def session_home() -> Path:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def forget_known_secrets() -> Iterator[None]:
+    """Settings remember the secrets of their URLs for the whole process (mcp_batteries.redact);
+    each test starts from what the process knew before it, so no test hides another's words."""
+    kept = KNOWN.words
+    yield
+    KNOWN.clear()
+    KNOWN.add(kept)

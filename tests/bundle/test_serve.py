@@ -35,6 +35,11 @@ from mcp_batteries.testing import (
     http_server,
     legacy_subscribe,
 )
+from mcp_batteries.app import BatteriesServer
+from mcp_batteries.definition import ServerDefinition, discover
+from mcp_batteries.settings import ServerSettings
+    write_private,
+from mcp_batteries.testing_oauth import AUDIENCE, TestIssuer
 
 from .conftest import bundle_process, running_bundle
 
@@ -512,7 +517,7 @@ async def test_a_server_still_starting_answers_503_then_serves_and_one_that_cann
 async def test_a_tokens_file_at_the_top_level_signs_people_in_to_every_server_with_their_scopes(
     tmp_path: Path, tree: Path
 ) -> None:
-    tokens = tmp_path / "tokens.toml"
+    tokens = write_private(tmp_path / "tokens.toml", "")
     tokens.write_text(
         '[[tokens]]\nuser = "alice"\ntoken = "alice-token-0123456789"\n\n'
         '[[tokens]]\nuser = "bob"\ntoken = "bob-token-0123456789ab"\nscopes = ["mcp:read"]\n'
@@ -553,3 +558,59 @@ async def test_a_client_whose_roots_list_is_empty_may_use_a_mounted_server_as_co
         else:
             result = await client.call_tool("git_status", {"repo_path": str(tree / "repo")})
             assert not result.is_error, text(result)
+
+
+# -- what callers without a token learn, and secrets in what the bundle shows ------------------------
+
+
+async def test_without_a_valid_token_no_path_says_what_is_mounted(
+    tmp_path: Path, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MCP_AUTH_TOKEN", "s3cret-token-for-the-bundle")
+    async with (
+        running_bundle("filesystem", "sql", "--config", str(bundle_file(tmp_path, tree))) as bundle,
+        httpx2.AsyncClient() as http,
+    ):
+        knocks = {
+            path: await http.get(bundle.base + path, headers=headers)
+            for path in ("/no/such/path", "/filesystem/mcp", "/nosuch/mcp", "/status", "/")
+            for headers in ({}, {"authorization": "Bearer wrong-token-0123456789"})
+        }
+        signed = {"authorization": "Bearer s3cret-token-for-the-bundle"}
+        unknown_signed_in = await http.get(bundle.base + "/no/such/path", headers=signed)
+        health = await http.get(bundle.base + "/healthz")
+    bodies = {response.text for response in knocks.values()}
+    assert {response.status_code for response in knocks.values()} == {401}
+    for body in bodies:
+        assert "filesystem" not in body and "sql" not in body and "/mcp" not in body, body
+    # A signed-in caller who mistyped a path is told where the servers are.
+    assert unknown_signed_in.status_code == 404
+    assert "/filesystem/mcp" in unknown_signed_in.json()["error"]["message"]
+    # /healthz stays a bare liveness answer.
+    assert health.status_code == 200 and set(health.json()) == {"status", "version"}
+
+
+async def test_a_database_password_never_reaches_status_the_503_body_or_the_log(
+    tmp_path: Path, tree: Path
+) -> None:
+    # A token as user name, a password with "@" and ":", secrets in the query string.
+    unreachable = (
+        'database_url = "postgresql://ghp_tokenuser:hunter2@in:userinfo@127.0.0.1:9/tasks'
+        '?password=query-secret-1&access_token=query-token-2&sslmode=disable"'
+    )
+    config = bundle_file(tmp_path, tree, tasks=unreachable)
+    with bundle_process(
+        "filesystem", "tasks", "--config", str(config), "--log-level", "debug", env={"HOME": str(tmp_path)}
+    ) as bundle:
+        async with httpx2.AsyncClient() as http:
+            status = await http.get(bundle.base + "/status")
+            refused = await http.post(bundle.url("tasks"), json=INIT, headers=JSON_AND_SSE)
+    states = {server["name"]: server for server in status.json()["servers"]}
+    assert states["tasks"]["state"] == "failed" and "127.0.0.1:9/tasks" in states["tasks"]["reason"]
+    assert "sslmode=disable" in states["tasks"]["reason"]
+    assert refused.status_code == 503 and "127.0.0.1:9/tasks" in refused.text
+    log = "\n".join(bundle.log)
+    assert "127.0.0.1:9/tasks" in log
+    for shown in (status.text, refused.text, log):
+        for secret in ("ghp_tokenuser", "hunter2", "userinfo", "query-secret-1", "query-token-2"):
+            assert secret not in shown, (secret, shown)

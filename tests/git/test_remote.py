@@ -92,3 +92,46 @@ async def test_push_fetch_and_pull_with_a_local_bare_repository(
         await call("git_fetch", repo_path=str(theirs), prune=True)
         assert "origin/topic" not in git_cli(theirs, "branch", "-r")
     assert not (tmp_path / "remote-hook-ran").exists()
+
+
+# Remote URLs as found in real configurations: a token as user name, a token in the query string,
+# a password containing "@" and ":", and one containing "/" (which breaks the URL's syntax).
+SECRET_REMOTES = {
+    "tokenuser": ("https://ghp_0123456789abcdefghij@github.com/o/r.git", "https://***@github.com/o/r.git"),
+    "query": (
+        "https://example.com/o/r.git?access_token=tok-in-query",
+        "https://example.com/o/r.git?access_token=***",
+    ),
+    "atpass": ("https://me:p@ss:w0rd-tail@example.com/r.git", "https://***@example.com/r.git"),
+    "slashpass": ("https://me:sl/ash-tail@example.com/r.git", "https://***"),
+    "plain": ("git@github.com:o/r.git", "git@github.com:o/r.git"),
+}
+
+
+async def test_git_remote_never_shows_a_credential_over_stdio(
+    tmp_path: Path, new_repository: Any, git_cli: Any
+) -> None:
+    from mcp_batteries.testing import stdio_params
+
+    repo = new_repository(tmp_path / "repo", {"a.txt": "a\n"})
+    for name, (url, _) in SECRET_REMOTES.items():
+        git_cli(repo, "remote", "add", name, url)
+    git_cli(repo, "remote", "set-url", "--push", "query", "https://u:push-secret@example.com/r.git")
+    async with connect(stdio_params("mcp-batteries-git", str(tmp_path)), "legacy") as c:
+        result = await c.call_tool("git_remote", {"repo_path": str(repo)})
+    shown = text(result) + str(result.structured_content)
+    assert not result.is_error, shown
+    for name, (_, redacted) in SECRET_REMOTES.items():
+        assert f"{name}\t{redacted} (fetch)" in text(result), text(result)
+    assert "query\thttps://***@example.com/r.git (push)" in text(result)
+    for secret in (
+        "ghp_",
+        "0123456789abcdef",
+        "tok-in-query",
+        "p@ss",
+        "w0rd",
+        "tail",
+        "sl/ash",
+        "push-secret",
+    ):
+        assert secret not in shown, (secret, shown)

@@ -1,8 +1,9 @@
 """A fixture server whose tools misbehave on purpose, for the runtime's robustness tests.
 
 Its tools, resource and prompt return text that cannot be encoded as JSON (lone surrogates, as
-a file name that is not UTF-8 becomes in Python), send such a notification, or run calls that
-take a while, so the tests can check that the transport survives each one and that shutdown is
+a file name that is not UTF-8 becomes in Python), send such a notification, run calls that
+take a while, or flood (20 MB of every kind of content), so the tests can check that the
+transport survives each one, that every reply stays under the reply cap, and that shutdown is
 prompt and bounded. Run it as the real servers run:
 
     python tests/shared/hostile_server.py [--transport http --port 0]
@@ -10,6 +11,7 @@ prompt and bounded. Run it as the real servers run:
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import signal
@@ -28,12 +30,54 @@ from mcp_batteries._core.app import BatteriesServer
 from mcp_batteries._core.settings import ServerSettings
 from mcp_batteries._entry.definition import ServerDefinition
 from mcp_batteries._work.progress import in_thread
+from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.types import CallToolResult, ContentBlock, ImageContent, Resource, TextContent
+from mcp_batteries.app import BatteriesServer
+from mcp_batteries.definition import ServerDefinition
 from mcp_batteries.errors import AccessDenied, InvalidInput, LimitExceeded, NotFound, UpstreamError
 from mcp_batteries.testing import RunningServer
 from pydantic import BaseModel, Field
 
 #: What `os.fsdecode(b"bad\xffname.txt")` gives: a lone surrogate the JSON encoder refuses.
 UNENCODABLE = "bad\udcffname.txt"
+
+
+#: How much each flood produces: characters of text, or bytes of an image before base64.
+FLOOD_SIZE = 20_000_000
+#: The kinds of flood: what a tool, a resource and a prompt can return.
+FLOODS = ("one_line", "lines", "multibyte", "image", "mixed", "structured", "small_structured")
+
+
+def flood_text(kind: str, size: int = FLOOD_SIZE) -> str:
+    """`size` characters: one line without a newline, many short lines, or multibyte characters
+    (2-, 3- and 4-byte UTF-8 sequences, so a cut by bytes would land inside one)."""
+    if kind == "lines":
+        return ("a line of text\n" * (size // 15 + 1))[:size]
+    if kind == "multibyte":
+        return ("é€😀" * (size // 3 + 1))[:size]
+    return "x" * size
+
+
+def flood_image(size: int = FLOOD_SIZE) -> ImageContent:
+    return ImageContent(
+        type="image", data=base64.b64encode(b"\x89PNG" + bytes(size)).decode(), mime_type="image/png"
+    )
+
+
+def flood_content(kind: str) -> list[ContentBlock]:
+    if kind == "image":
+        return [flood_image()]
+    if kind == "mixed":
+        return [
+            TextContent(type="text", text="before"),
+            flood_image(),
+            TextContent(type="text", text="after"),
+        ]
+    return [TextContent(type="text", text=flood_text(kind))]
+
+
+class Flood(BaseModel):
+    lines: list[str]
 
 
 #: What a resource reader or prompt raises for each name, to check how each reaches the client.
@@ -102,6 +146,28 @@ def build_server(settings: HostileSettings) -> BatteriesServer:
         """Blocks a worker thread that ignores cancellation (like a stuck system call)."""
         await in_thread(time.sleep, seconds)
         return f"blocked {seconds}"
+
+    @server.tool(title="Flood", read_only=True, paging="call flood again with a smaller kind of flood")
+    async def flood(kind: str) -> Annotated[CallToolResult, Flood]:
+        """Returns 20 MB of the given kind (see FLOODS), with or without structured content."""
+        if kind == "structured":
+            rows = ["row " + "y" * 100] * (FLOOD_SIZE // 100)
+            return CallToolResult(
+                content=[TextContent(type="text", text="\n".join(rows))], structured_content={"lines": rows}
+            )
+        if kind == "small_structured":
+            return CallToolResult(content=flood_content("lines"), structured_content={"lines": ["small"]})
+        return CallToolResult(content=flood_content(kind), structured_content={"lines": []})
+
+    @server.resource("hostile://flood/{kind}", paging="read hostile://flood/lines instead")
+    def flood_resource(kind: str) -> str | bytes:
+        return bytes(FLOOD_SIZE) if kind == "image" else flood_text(kind)
+
+    @server.prompt(paging="ask for a smaller prompt")
+    def flood_prompt(kind: str) -> list[Any]:
+        if kind == "image":
+            return [UserMessage(content=flood_image()), UserMessage(content="after the image")]
+        return [UserMessage(content=flood_text(kind))]
 
     @server.resource("hostile://unencodable")
     def unencodable_resource() -> str:

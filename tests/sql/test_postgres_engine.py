@@ -88,6 +88,15 @@ async def test_query_fetches_only_one_page_of_a_large_result(pg_ro: Database) ->
     assert result.truncated and result.next_offset == 1005
 
 
+async def test_offsets_past_32_bits_page_and_past_2_to_the_53_are_refused(pg_ro: Database) -> None:
+    # MOVE takes a 32-bit count: 2^31 used to end as "syntax error at or near 2147483648".
+    for offset in (2**31, 2**53 - 1):
+        result = await pg_ro.query("SELECT id FROM t ORDER BY id", None, limit=2, offset=offset)
+        assert (result.rows, result.next_offset) == ([], None)
+    with pytest.raises(InvalidInput, match="offset must be from 0 to 9,007,199,254,740,991"):
+        await pg_ro.query("SELECT 1", None, limit=1, offset=2**63)
+
+
 async def test_limit_is_clamped_to_max_rows(pg_ro: Database) -> None:
     result = await pg_ro.query("SELECT generate_series(1, 500)", None, limit=1000)
     assert result.row_count == 100 and result.next_offset == 100

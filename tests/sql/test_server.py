@@ -25,6 +25,8 @@ from mcp_batteries.testing import (
 from mcp_sql.config import SqlSettings
 from mcp_sql.server import build_server
 
+from .conftest import PgEnv
+
 pytestmark = pytest.mark.anyio
 
 ALL_TOOLS = {"query", "execute", "list_schemas", "list_tables", "describe_table", "explain"}
@@ -300,3 +302,15 @@ async def test_http_long_value_is_cut_with_a_note(sqlite_file: Path, era: Era) -
         sc = page_of(result)
         assert len(sc["rows"][0][0]) == 100 and sc["cut_values"][0]["total"] == 5_000_000
         assert "substr(v, 101," in sc["note"]
+
+
+async def test_a_database_password_never_reaches_the_instructions(pg_seeded: PgEnv) -> None:
+    url = pg_seeded.dsn.replace("postgres@", "postgres:hunter2%40userinfo%3A@", 1) + (
+        "?password=hunter2-query&sslmode=disable"
+    )
+    async with connect(build_server(SqlSettings(databases=[url])).mcp, "modern") as c:
+        listed = await c.call_tool("list_tables", {})
+        instructions = c.instructions or ""
+    assert not listed.is_error, text(listed)
+    assert "postgresql://***@127.0.0.1" in instructions and "?password=***&sslmode=disable" in instructions
+    assert "hunter2" not in instructions and "userinfo" not in instructions

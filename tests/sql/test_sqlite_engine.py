@@ -45,6 +45,14 @@ async def test_query_pages_through_rows_with_next_offset(sqlite_file: Path) -> N
         await db.close()
 
 
+async def test_offsets_past_2_to_the_53_are_refused(sqlite_ro: Database) -> None:
+    # 2^63 used to reach SQLite ("Python int too large to convert to SQLite INTEGER").
+    assert (await sqlite_ro.query("SELECT 1", None, limit=1, offset=2**53 - 1)).rows == []
+    for offset in (2**53, 2**63, -1):
+        with pytest.raises(InvalidInput, match="offset must be from 0 to 9,007,199,254,740,991"):
+            await sqlite_ro.query("SELECT 1", None, limit=1, offset=offset)
+
+
 async def test_query_returns_json_safe_values_and_storage_types(sqlite_ro: Database) -> None:
     result = await sqlite_ro.query(
         "SELECT 1 AS i, 2.5 AS f, 'x' AS s, NULL AS z, x'0102' AS b", None, limit=5

@@ -1,4 +1,4 @@
-"""Database specs from the command line, the default file, and password redaction."""
+"""Database specs from the command line and the default file (redaction: tests/shared/test_redact.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 from mcp_batteries.errors import ConfigError
 from mcp_sql.mysql_target import parse_mysql_url
 from mcp_sql.urls import parse_database_specs, parse_url, redact_url
+from mcp_sql.urls import parse_database_specs, parse_url
 
 
 def test_no_arguments_gives_the_default_file_in_xdg_data_home(
@@ -75,14 +76,6 @@ def test_relative_sqlite_url_resolves_against_the_working_directory(
 def test_unsupported_urls_are_config_errors(url: str) -> None:
     with pytest.raises(ConfigError):
         parse_url(url)
-
-
-def test_redaction_hides_passwords_in_userinfo_and_query() -> None:
-    assert redact_url("postgresql://u:secret@h:5432/db") == "postgresql://u:***@h:5432/db"
-    assert redact_url("postgresql://h/db?password=secret&sslmode=require") == (
-        "postgresql://h/db?password=***&sslmode=require"
-    )
-    assert redact_url("postgresql://u@h/db") == "postgresql://u@h/db"
 
 
 # -- MySQL / MariaDB --------------------------------------------------------------------------------

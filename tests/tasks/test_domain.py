@@ -66,6 +66,93 @@ async def test_add_tasks_is_all_or_nothing(store: TaskStore) -> None:
     assert (await store.list_tasks(ME, Filters())).total == 0
 
 
+async def test_a_batch_of_5000_tasks_in_one_dependency_chain_is_created_and_its_cycle_refused(
+    store: TaskStore,
+) -> None:
+    # Each task waits on the next one: the deepest order for a depth-first cycle check (it recursed
+    # once per link and failed at ~1,000).
+    size = 5000
+
+    def chain(closed: bool) -> list[NewTask]:
+        return [
+            NewTask(
+                title=f"step {i}",
+                key=f"s{i}",
+                depends_on=[f"s{(i + 1) % size}"] if closed or i + 1 < size else [],
+            )
+            for i in range(size)
+        ]
+
+    with pytest.raises(
+        InvalidInput, match=r"form a cycle: s0 -> s1 -> .* \(5000 tasks in all\) .* -> s4999 -> s0$"
+    ):
+        await store.add_tasks(ME, chain(closed=True))
+    added = await store.add_tasks(ME, chain(closed=False))
+    assert added.created == size
+    first = await store.get_task(ME, added.rows[0][0])  # ids: the refused batch used some up
+    assert [d.id for d in first.dependencies] == [added.rows[1][0]] and first.blocked
+    with pytest.raises(LimitExceeded, match="at most 5000 tasks"):
+        await store.add_tasks(ME, [NewTask(title=f"t{i}") for i in range(size + 1)])
+
+
+def nested(levels: int) -> NewTask:
+    task = NewTask(title=f"level {levels}")
+    for level in reversed(range(levels)):
+        task = NewTask(title=f"level {level}", subtasks=[task])
+    return task
+
+
+async def test_subtasks_nest_90_levels_per_call_and_deeper_through_parent(store: TaskStore) -> None:
+    added = await store.add_tasks(ME, [nested(90)])
+    assert added.created == 91
+    with pytest.raises(
+        LimitExceeded, match=r"at most 90 levels deep in one add_tasks call .* parent is the deepest"
+    ):
+        await store.add_tasks(ME, [nested(91)])
+    deeper = await store.add_tasks(ME, [nested(30)], parent=added.rows[-1][0])
+    deepest = await store.get_task(ME, deeper.rows[-1][0])
+    assert len(deepest.ancestors) == 121
+
+
+@pytest.mark.parametrize("huge", [2**63, 2**64, 2**53, "9223372036854775808", "#99999999999999999999"])
+async def test_ids_past_what_json_carries_exactly_are_refused_on_every_engine(
+    store: TaskStore, huge: int | str
+) -> None:
+    exists = (await store.add_task(ME, "exists")).id
+    calls = [
+        lambda: store.get_task(ME, huge),
+        lambda: store.add_task(ME, "x", parent=huge),
+        lambda: store.add_task(ME, "x", depends_on=[huge]),
+        lambda: store.update_task(ME, exists, add_dependencies=[huge]),
+        lambda: store.move_task(ME, exists, after=huge),
+        lambda: store.add_tasks(ME, [NewTask(title="x", depends_on=[huge])]),
+        lambda: store.list_tasks(ME, Filters(parent=huge)),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidInput, match=r"task ids are|neither a task id"):
+            await call()
+
+
+async def test_offsets_past_what_json_carries_exactly_are_refused_on_every_engine(store: TaskStore) -> None:
+    for offset in (2**63, 2**53, -1):
+        with pytest.raises(InvalidInput, match="offset must be an integer from 0 to 9,007,199,254,740,991"):
+            await store.list_tasks(ME, Filters(), offset=offset)
+        with pytest.raises(InvalidInput, match="offset must be"):
+            await store.list_lists(ME, offset=offset)
+        with pytest.raises(InvalidInput, match="offset must be"):
+            await store.resource_entries(ME, offset=offset, limit=10)
+    assert (await store.list_tasks(ME, Filters(), offset=2**53 - 1)).rows == []
+
+
+@pytest.mark.parametrize(
+    "since", ["0001-01-01", "0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "9999-12-31", "99999w"]
+)
+async def test_history_since_the_ends_of_time_answers(store: TaskStore, since: str) -> None:
+    await store.add_task(ME, "report")
+    history, _ = await store.history(ME, since)
+    assert [e.kind for e in history] == ([] if since.startswith("9999-") else ["list_created", "created"])
+
+
 async def test_dependencies_refuse_cycles_self_and_parents(store: TaskStore) -> None:
     await store.add_tasks(ME, [NewTask(title="a", subtasks=[NewTask(title="a1")])])
     await store.add_task(ME, "b", depends_on=[1])

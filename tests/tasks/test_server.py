@@ -10,7 +10,16 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.types import PromptReference, ResourceTemplateReference
-from mcp_batteries.testing import ERAS, Era, Notifications, connect, connect_http, http_server, stdio_params
+from mcp_batteries.testing import (
+    ERAS,
+    Era,
+    Notifications,
+    connect,
+    connect_http,
+    http_server,
+    stdio_params,
+    write_private,
+)
 from mcp_tasks.config import TasksSettings
 from mcp_tasks.server import build_server
 
@@ -243,7 +252,7 @@ async def test_every_tool_and_resource_over_http(db_path: Path, era: Era) -> Non
 async def test_two_users_of_a_tokens_file_never_see_each_others_workspace(
     db_path: Path, tmp_path: Path
 ) -> None:
-    tokens = tmp_path / "tokens.toml"
+    tokens = write_private(tmp_path / "tokens.toml", "")
     tokens.write_text(
         '[[tokens]]\nuser = "alice"\ntoken = "alice-token-0123456789"\nworkspaces = ["team-a"]\n\n'
         '[[tokens]]\nuser = "bob"\ntoken = "bob-token-0123456789ab"\nworkspaces = ["team-b"]\n\n'
@@ -300,3 +309,94 @@ async def test_two_users_of_a_tokens_file_never_see_each_others_workspace(
         assert "Unauthorized" in repr(
             failure.exceptions if isinstance(failure, BaseExceptionGroup) else failure
         )
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_database_password_never_reaches_the_instructions(pg_tasks: str, era: Era) -> None:
+    # Trust authentication accepts any password: the server really connects with these.
+    url = pg_tasks.replace("postgres@", "postgres:hunter2-userinfo@", 1) + (
+        "?password=hunter2-query&sslmode=disable"
+    )
+    async with connect(build_server(TasksSettings(database_url=url)).mcp, era) as c:
+        added = await c.call_tool("add_task", {"title": "works"})
+        instructions = c.instructions or ""
+    assert not added.is_error, text(added)
+    assert "PostgreSQL postgresql://***@127.0.0.1" in instructions
+    assert "?password=***&sslmode=disable" in instructions
+    assert "hunter2" not in instructions
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine_settings(request: pytest.FixtureRequest, db_path: Path) -> TasksSettings:
+    if request.param == "sqlite":
+        return TasksSettings(db=db_path)
+    return TasksSettings(database_url=request.getfixturevalue("pg_tasks"))
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_integers_past_2_to_the_53_are_clear_errors_on_every_engine(
+    engine_settings: TasksSettings, era: Era
+) -> None:
+    calls = [
+        ("get_task", {"task_id": 2**63}),
+        ("get_task", {"task_id": "9223372036854775808"}),
+        ("add_task", {"title": "x", "parent": 2**63}),
+        ("add_task", {"title": "x", "depends_on": [2**63]}),
+        ("add_tasks", {"tasks": [{"title": "x", "depends_on": [2**64]}]}),
+        ("update_task", {"task_id": 1, "add_dependencies": [2**63]}),
+        ("move_task", {"task_id": 1, "after": 2**63}),
+        ("list_tasks", {"offset": 2**63}),
+        ("list_tasks", {"parent": -(2**63) - 1}),
+        ("list_lists", {"offset": 2**63}),
+    ]
+    async with connect(build_server(engine_settings).mcp, era) as c:
+        await c.call_tool("add_task", {"title": "exists"})
+        for tool, arguments in calls:
+            result = await c.call_tool(tool, arguments)
+            assert result.is_error, (tool, arguments)
+            message = text(result)
+            assert "Error executing tool" not in message, (tool, arguments, message)
+            assert "9007199254740991" in message or "task ids are" in message, (tool, arguments, message)
+        with pytest.raises(Exception, match="task ids are"):
+            await c.read_resource("tasks://tasks/99999999999999999999")
+
+
+@pytest.mark.parametrize(
+    "since", ["0001-01-01", "9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00", "9999-12-31", "99999w"]
+)
+async def test_the_standup_prompt_answers_for_any_date(engine_settings: TasksSettings, since: str) -> None:
+    async with connect(build_server(engine_settings).mcp, "modern") as c:
+        await c.call_tool("add_task", {"title": "report"})
+        prompt = await c.get_prompt("standup", {"since": since})
+    words = prompt.messages[0].content.text  # type: ignore[union-attr]
+    assert f"covering what changed since {since}" in words
+    assert ("Nothing changed" in words) == since.startswith("9999-")
+
+
+async def test_add_tasks_takes_a_5000_task_dependency_chain_and_nests_90_levels_over_stdio(
+    db_path: Path,
+) -> None:
+    chain = [
+        {"title": f"step {i}", "key": f"s{i}", "depends_on": [f"s{i + 1}"] if i < 4999 else []}
+        for i in range(5000)
+    ]
+
+    def nested(levels: int) -> dict[str, Any]:
+        task: dict[str, Any] = {"title": f"level {levels}"}
+        for level in reversed(range(levels)):
+            task = {"title": f"level {level}", "subtasks": [task]}
+        return task
+
+    params = stdio_params("mcp-batteries-tasks", "--db", str(db_path), env=FAST_START)
+    async with connect(params, "legacy") as c:
+        added = await c.call_tool("add_tasks", {"tasks": chain})
+        assert not added.is_error and text(added).startswith("Added 5000 task(s)"), text(added)[:300]
+        deep = await c.call_tool("add_tasks", {"tasks": [nested(90)]})
+        assert not deep.is_error and text(deep).startswith("Added 91 task(s)")
+        too_deep = await c.call_tool("add_tasks", {"tasks": [nested(91)]})
+        assert too_deep.is_error and "another add_tasks call whose parent is the deepest task" in text(
+            too_deep
+        )
+        # Past what one message can nest (201 levels), the transport says so, naming the argument.
+        with pytest.raises(Exception, match="argument 'tasks' of tool 'add_tasks' nests deeper than 201"):
+            await c.call_tool("add_tasks", {"tasks": [nested(100)]})

@@ -502,6 +502,12 @@ def argument_cases(tool: dict[str, Any], known: dict[str, Any]) -> Iterator[Argu
         types = json_types(subschema, definitions)
         if not types:
             continue  # anything goes: nothing is of the wrong type
+        if "integer" in types and "number" not in types:
+            # Past the integers JSON carries exactly (2^53): 2^63 ended as a SQLite driver error.
+            for value in (2**63, -(2**63) - 1):
+                yield ArgumentCase(
+                    f"{name}.{parameter}={value}", name, {**base, parameter: value}, "refused", parameter
+                )
         if "number" in types:
             types = types | {"integer"}
         candidates = [value for kind in sorted(types) for value in _WRONG.get(kind, [])]

@@ -5,6 +5,7 @@
 - paths: the one containment function (`resolve_path` / `AllowedDirectories`) and race-free open
   primitives that re-check at use time (no symlink leads outside an allowed directory);
 - workdir: whether the current directory is too wide to serve by default (`/`, HOME, ...);
+- redact: the one redaction of secrets in URLs, connection strings and free text;
 - names: the one reversible form for names that are not clean text (git-style quoting), and
   `scrub` for text that must not carry control characters.
 """
@@ -25,6 +26,7 @@ from mcp_batteries._safety.paths import (
     symlink_target_within,
     translate_os_error,
 )
+from mcp_batteries._safety.redact import redact_text, redact_url
 from mcp_batteries._safety.workdir import current_directory_scope, too_wide_to_default
 
 __all__ = [
@@ -41,6 +43,8 @@ __all__ = [
     "open_path_for_read",
     "quote_name",
     "quote_path",
+    "redact_text",
+    "redact_url",
     "resolve_path",
     "scrub",
     "stat_within",

@@ -5,10 +5,13 @@
 `BatteriesServer` is the SDK's `MCPServer` with what every server needs: tools filtered by
 read-only mode and the operator's lists, annotations always set, strict arguments, domain errors
 mapped, subscriptions and notifications for both protocol eras. `current_caller()` says who is
-calling (the same `Caller` on stdio, with tokens or with OAuth).
+calling (the same `Caller` on stdio, with tokens or with OAuth). Integers a client sends are
+held to JSON's exact range (`MAX_SAFE_INTEGER`); `cursor_offset`/`whole_number` parse the ones that
+arrive as text (cursors, ids) by the same rule.
 """
 
 from mcp_batteries._core.app import BatteriesServer
 from mcp_batteries._core.identity import Caller, current_caller
+from mcp_batteries._protocol.integers import MAX_SAFE_INTEGER, cursor_offset, whole_number
 
-__all__ = ["BatteriesServer", "Caller", "current_caller"]
+__all__ = ["MAX_SAFE_INTEGER", "BatteriesServer", "Caller", "current_caller", "cursor_offset", "whole_number"]

@@ -28,6 +28,7 @@ from mcp_batteries._testing.kit import (
     script_path,
     serve_http_in_process,
     stdio_params,
+    write_private,
 )
 from mcp_batteries._testing.oauth_issuer import AUDIENCE, KeyKind, TestIssuer, b64url
 
@@ -53,4 +54,5 @@ __all__ = [
     "script_path",
     "serve_http_in_process",
     "stdio_params",
+    "write_private",
 ]

@@ -130,6 +130,11 @@ async def test_a_crashing_prompt_or_protocol_handler_answers_without_internals(e
         ({"knobs": {"depth": False}}, "knobs.depth: Input should be a valid integer (got false)"),
         ({"items": [1, True]}, "items[1]: Input should be a valid integer (got true)"),
         ({"text": 5}, "text: Input should be a valid string (got 5)"),
+        # Past the integers JSON carries exactly: 2^63 used to reach SQLite as a driver error.
+        ({"count": 2**63}, "count: Input should be less than or equal to 9007199254740991"),
+        ({"count": -(2**53)}, "count: Input should be greater than or equal to -9007199254740991"),
+        ({"knobs": {"depth": 2**64}}, "knobs.depth: Input should be less than or equal to 9007199254740991"),
+        ({"items": [1, 10**30]}, "items[1]: Input should be less than or equal to 9007199254740991"),
     ],
 )
 async def test_arguments_of_the_wrong_json_type_are_refused_naming_the_argument(
@@ -144,13 +149,21 @@ async def test_arguments_of_the_wrong_json_type_are_refused_naming_the_argument(
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_normal_json_arguments_still_work(era: Era) -> None:
-    arguments = {"text": "t", "count": 3, "ratio": 2, "flag": True, "knobs": {"depth": 4}, "items": [1, 2]}
+    arguments = {
+        "text": "t",
+        "count": 3,
+        "ratio": 2**63,
+        "flag": True,
+        "knobs": {"depth": 4},
+        "items": [1, 2**53 - 1],
+    }
     async with connect(build_server(HostileSettings()).mcp, era) as client:
         result = await client.call_tool("echo", arguments)
         stringified = await client.call_tool("echo", {"items": "[5, 6]"})  # as Claude Desktop sends lists
     assert not result.is_error
     assert result.content[0].text == (  # type: ignore[union-attr]
-        "str:'t' int:3 float:2.0 bool:True Knobs:Knobs(depth=4, label='') list:[1, 2]"
+        "str:'t' int:3 float:9.223372036854776e+18 bool:True Knobs:Knobs(depth=4, label='') "
+        "list:[1, 9007199254740991]"
     )
     assert stringified.content[0].text.endswith("list:[5, 6]")  # type: ignore[union-attr]
 

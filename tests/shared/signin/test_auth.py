@@ -33,6 +33,10 @@ from mcp_batteries._signin.oauth import (
 )
 from mcp_batteries.errors import ConfigError
 from mcp_batteries.testing import AUDIENCE, TestIssuer
+from mcp_batteries.identity import current_caller
+from mcp_batteries.oauth import JwksKeys, KeysUnavailable, OAuthVerifier, Refusal, fetch_json, metadata_urls
+from mcp_batteries.testing import write_private
+from mcp_batteries.testing_oauth import AUDIENCE, TestIssuer
 from starlette.applications import Starlette
 from starlette.types import Message, Receive, Scope, Send
 
@@ -64,9 +68,7 @@ def verifier_for(issuer: TestIssuer, **options: Any) -> OAuthVerifier:
 
 
 def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "tokens.toml"
-    path.write_text(text)
-    return path
+    return write_private(tmp_path / "tokens.toml", text)
 
 
 def test_a_tokens_file_maps_hashes_and_tokens_to_users(tmp_path: Path) -> None:
@@ -120,7 +122,7 @@ def test_every_mistake_in_a_tokens_file_is_one_clear_line(tmp_path: Path, text: 
 
 
 def test_a_tokens_file_that_is_not_utf8_or_missing_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "tokens.toml"
+    path = write_private(tmp_path / "tokens.toml", "")
     path.write_bytes(b"\xff\xfe")
     with pytest.raises(ConfigError, match="not UTF-8"):
         load_tokens_file(path, SCOPES)

@@ -23,6 +23,9 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp_batteries._signin.auth import ScopeNames, load_tokens_file
+from mcp_batteries.auth import ScopeNames, build_authenticator, load_tokens_file
+from mcp_batteries.errors import ConfigError
+from mcp_batteries.settings import ServerSettings
 from mcp_batteries.testing import (
     AUDIENCE,
     ERAS,
@@ -34,6 +37,7 @@ from mcp_batteries.testing import (
     connect_http,
     http_server,
     script_path,
+    write_private,
 )
 
 pytestmark = pytest.mark.anyio
@@ -344,7 +348,7 @@ BOB = "bob-token-0123456789abc"
 
 @pytest.fixture
 def tokens_file(tmp_path: Path) -> Path:
-    path = tmp_path / "tokens.toml"
+    path = write_private(tmp_path / "tokens.toml", "")
     path.write_text(
         f"""
 [[tokens]]
@@ -477,12 +481,34 @@ def run_config(*args: str) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_a_malformed_tokens_file_is_one_line_and_exit_2(tmp_path: Path, content: str, message: str) -> None:
-    path = tmp_path / "tokens.toml"
-    path.write_text(content)
+    path = write_private(tmp_path / "tokens.toml", content)
     done = run_config("--tokens-file", str(path))
     assert done.returncode == 2
     assert message in done.stderr and str(path) in done.stderr
     assert done.stderr.strip().count("\n") == 0
+
+
+@pytest.mark.parametrize("flag", ["--tokens-file", "--auth-token-file"])
+def test_a_secret_file_others_may_read_or_write_is_refused_at_start_with_the_fix(
+    tmp_path: Path, flag: str
+) -> None:
+    content = '[[tokens]]\nuser = "a"\ntoken = "0123456789abcdef"\n' if flag == "--tokens-file" else "tok" * 8
+    path = write_private(tmp_path / "secret file", content)
+    path.chmod(0o644)
+    done = run_config(flag, str(path))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().count("\n") == 0, done.stderr
+    assert f"{flag} {path}" in done.stderr and "mode 0644" in done.stderr
+    assert f"chmod 600 '{path}'" in done.stderr
+    # Every permission for the group or others counts; the owner's own do not.
+    settings = {"--tokens-file": "tokens_file", "--auth-token-file": "auth_token_file"}[flag]
+    for mode in (0o640, 0o604, 0o620, 0o602, 0o610, 0o601, 0o666):
+        path.chmod(mode)
+        with pytest.raises(ConfigError, match=f"mode {mode:04o}.*chmod 600"):
+            build_authenticator(ServerSettings(**{settings: path}))
+    for mode in (0o600, 0o400, 0o700):
+        path.chmod(mode)
+        assert build_authenticator(ServerSettings(**{settings: path})) is not None
 
 
 @pytest.mark.parametrize(
@@ -508,7 +534,7 @@ def test_the_documented_tokens_file_example_parses(tmp_path: Path) -> None:
     docs = Path(__file__).parents[3] / "docs" / "configuration.md"
     text = docs.read_text()
     start = text.index("```toml\n# tokens.toml")
-    path = tmp_path / "tokens.toml"
-    path.write_text(text[start + len("```toml\n") : text.index("```", start + 7)])
+    example = text[start + len("```toml\n") : text.index("```", start + 7)]
+    path = write_private(tmp_path / "tokens.toml", example)
     entries = load_tokens_file(path, ScopeNames("mcp:read", "mcp:write"))
     assert {caller.name for caller in entries.values()} >= {"alice", "ci-bot"}

@@ -19,6 +19,11 @@ from mcp_batteries._core.identity import Caller, access_token_for
 from mcp_batteries._core.settings import ServerSettings
 from mcp_batteries._transport.events import EventStores
 from mcp_batteries.testing import http_server, serve_http_in_process
+from mcp_batteries.app import BatteriesServer
+from mcp_batteries.events import EventStores
+from mcp_batteries.identity import Caller, access_token_for
+from mcp_batteries.settings import ServerSettings
+from mcp_batteries.testing import http_server, serve_http_in_process, write_private
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 pytestmark = pytest.mark.anyio
@@ -321,7 +326,7 @@ async def test_sessions_are_capped_and_room_returns_when_one_ends() -> None:
 async def test_two_users_of_a_tokens_file_cannot_replay_each_others_results(tmp_path: Path) -> None:
     """The same isolation through a real console script and real authentication (--tokens-file)."""
     alice_token, bob_token = "alice-token-0123456789", "bob-token-0123456789"
-    tokens = tmp_path / "tokens.toml"
+    tokens = write_private(tmp_path / "tokens.toml", "")
     tokens.write_text(
         f'[[tokens]]\nuser = "alice"\ntoken = "{alice_token}"\n\n'
         f'[[tokens]]\nuser = "bob"\ntoken = "{bob_token}"\n'

@@ -88,7 +88,12 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     LiveResources(server, live_files, watch=settings.watch)
 
     # -- reading ---------------------------------------------------------------------------
-    @server.tool(title="Read text file", read_only=True, structured_output=False)
+    @server.tool(
+        title="Read text file",
+        read_only=True,
+        structured_output=False,
+        paging="call it again with offset (the first line to show, from 1) and limit (lines)",
+    )
     async def read_text_file(
         path: PathArg,
         ctx: Context[Any, Any],
@@ -130,7 +135,12 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
             return AudioContent(type="audio", data=media.data, mime_type=media.mime_type)
         return ImageContent(type="image", data=media.data, mime_type=media.mime_type)
 
-    @server.tool(title="Read several files", read_only=True, structured_output=False)
+    @server.tool(
+        title="Read several files",
+        read_only=True,
+        structured_output=False,
+        paging="read fewer files at once, or each with read_text_file and offset/limit",
+    )
     async def read_multiple_files(
         paths: Annotated[list[str], Field(min_length=1, description="Paths of the files to read.")],
         ctx: Context[Any, Any],
@@ -323,7 +333,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     async def read_file_resource(session: Any, uri: str) -> tuple[str | bytes, str]:
         return await calls.for_session(session, tools.read_resource, uri)
 
-    server.read_resources_with("file://", read_file_resource)
+    server.read_resources_with(
+        "file://", read_file_resource, paging="read the file with read_text_file and offset/limit"
+    )
 
     async def list_files(session: Any, cursor: str | None) -> tuple[list[Resource], str | None]:
         page, next_cursor = await calls.for_session(session, tools.list_resources, cursor)

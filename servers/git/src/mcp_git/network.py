@@ -32,6 +32,12 @@ from mcp_git.hardening import STATIC_CONFIG, config_arguments, promisor_remotes,
 from mcp_git.refs import effective_urls, redact, remote_names
 from mcp_git.repository import transport_git_dir
 from mcp_git.runner import Git, GitResult, inspect_local_remote
+from mcp_batteries.names import quote_name, unquote_name
+from mcp_batteries.redact import redact_text, redact_url
+
+from mcp_git.checks import branch_name, check_remote_url, remote_name
+from mcp_git.refs import effective_urls, remote_names
+from mcp_git.runner import Git, GitResult
 from mcp_git.text import free_text
 
 __all__ = ["fetch", "pull", "push"]
@@ -102,8 +108,8 @@ def _pack_program(
 
 def _report(verb: str, remote: str, result: GitResult) -> str:
     output = (free_text(result.stderr) + free_text(result.stdout)).strip()
-    lines = [redact(line) for line in output.splitlines() if not line.startswith("hint:")]
-    return f"{verb} {redact(remote)}" + (":\n" + "\n".join(lines) if lines else "")
+    lines = [redact_text(line) for line in output.splitlines() if not line.startswith("hint:")]
+    return f"{verb} {redact_url(remote)}" + (":\n" + "\n".join(lines) if lines else "")
 
 
 def fetch(

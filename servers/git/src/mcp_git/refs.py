@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from typing import Literal
 
 from mcp_batteries.errors import InvalidInput, NotFound
 from mcp_batteries.safety import quote_name
+from mcp_batteries.names import quote_name
+from mcp_batteries.redact import redact_url
 
 from mcp_git.checks import branch_name, resolve_commit, resolve_object, tag_name, worktree_path
 from mcp_git.models import Branch, BranchResult, Remote, RemoteResult, Stash, StashResult, Tag, TagResult
@@ -28,7 +29,6 @@ __all__ = [
 ]
 
 BranchType = Literal["local", "remote", "all"]
-_CREDENTIALS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^/@:]*):[^/@]*@", re.IGNORECASE)
 
 
 def ref_exists(git: Git, full_name: str) -> bool:
@@ -299,11 +299,6 @@ def _stash_top(git: Git) -> bytes:
 # -- remotes -----------------------------------------------------------------------------------
 
 
-def redact(url: str) -> str:
-    """A URL without the password it may embed (https://user:token@host)."""
-    return _CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{m.group('user')}:***@", url)
-
-
 def remote_names(git: Git) -> list[str]:
     return [os.fsdecode(n) for n in git.run(["remote"]).stdout.split(b"\n") if n]
 
@@ -324,7 +319,7 @@ def list_remotes(git: Git) -> tuple[str, RemoteResult]:
 def _urls(git: Git, remote: str, *, push: bool) -> list[str]:
     args = ["remote", "get-url", "--all"] + (["--push"] if push else []) + ["--", remote]
     result = git.run(args, check=False)
-    return [clip(redact(free_text(u)), MAX_NAME) for u in result.stdout.split(b"\n") if u]
+    return [clip(redact_url(free_text(u)), MAX_NAME) for u in result.stdout.split(b"\n") if u]
 
 
 def effective_urls(git: Git, remote: str) -> list[str]:

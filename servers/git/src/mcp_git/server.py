@@ -73,6 +73,10 @@ OffsetLine = Annotated[
 LimitLines = Annotated[int, Field(ge=1, le=20_000, description="Most lines to show in one reply.")]
 
 
+#: How to get the rest of a reply the runtime cut, for the tools paged by lines.
+LINE_PAGING = "call it again with offset (the first line to show, from 1) and limit (lines)"
+
+
 def _reply(text: str, result: BaseModel) -> CallToolResult:
     data = result.model_dump(mode="json", exclude={"rows"})
     rows = getattr(result, "rows", None)
@@ -139,7 +143,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         text, result = await call(ctx, repo_path, status_page, offset, limit)
         return _reply(text, result)
 
-    @server.tool(title="Unstaged changes", read_only=True, structured_output=False)
+    @server.tool(title="Unstaged changes", read_only=True, structured_output=False, paging=LINE_PAGING)
     async def git_diff_unstaged(
         ctx: Context[Any, Any],
         repo_path: RepoArg = None,
@@ -161,7 +165,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         )
         return _paged("Unstaged changes:\n", page, "git_diff_unstaged")
 
-    @server.tool(title="Staged changes", read_only=True, structured_output=False)
+    @server.tool(title="Staged changes", read_only=True, structured_output=False, paging=LINE_PAGING)
     async def git_diff_staged(
         ctx: Context[Any, Any],
         repo_path: RepoArg = None,
@@ -183,7 +187,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         )
         return _paged("Staged changes:\n", page, "git_diff_staged")
 
-    @server.tool(title="Diff against a commit", read_only=True, structured_output=False)
+    @server.tool(title="Diff against a commit", read_only=True, structured_output=False, paging=LINE_PAGING)
     async def git_diff(
         ctx: Context[Any, Any],
         target: Annotated[
@@ -253,7 +257,9 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         text: str = await change(ctx, repo_path, changes.reset)
         return text
 
-    @server.tool(title="Commit history", read_only=True)
+    @server.tool(
+        title="Commit history", read_only=True, paging="call it again with a smaller max_count, or with skip"
+    )
     async def git_log(
         ctx: Context[Any, Any],
         repo_path: RepoArg = None,
@@ -324,7 +330,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         text: str = await change(ctx, repo_path, refs.checkout, branch_name)
         return text
 
-    @server.tool(title="Show a commit or file", read_only=True, structured_output=False)
+    @server.tool(title="Show a commit or file", read_only=True, structured_output=False, paging=LINE_PAGING)
     async def git_show(
         ctx: Context[Any, Any],
         revision: Annotated[
@@ -719,7 +725,11 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         )
         return result
 
-    server.read_resources_with("git://", read_git_resource)
+    server.read_resources_with(
+        "git://",
+        read_git_resource,
+        paging="use the tools (git_show, git_log, git_diff) with their paging arguments",
+    )
 
     async def list_git_resources(session: Any, cursor: str | None) -> tuple[list[Resource], str | None]:
         page, next_cursor = await off_loop(service.resource_page, await roots.effective(session), cursor)

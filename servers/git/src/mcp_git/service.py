@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 
 from mcp_batteries.errors import BatteriesError, InvalidInput
 from mcp_batteries.safety import current_directory_scope
+from mcp_batteries.errors import BatteriesError
+from mcp_batteries.integers import cursor_offset
 
 from mcp_git.authors import parse_author
 from mcp_git.config import GitSettings
@@ -100,12 +102,7 @@ class GitService:
         self, scope: RepositoryScope, cursor: str | None
     ) -> tuple[list[tuple[str, str, str]], str | None]:
         """One page of (uri, name, title) over every repository's resources."""
-        try:
-            start = int(cursor) if cursor else 0
-        except ValueError:
-            start = -1
-        if start < 0:
-            raise InvalidInput(f"invalid cursor {cursor!r}")
+        start = cursor_offset(cursor)
         items: list[tuple[str, str, str]] = []
         for repository in scope.discover():
             try:

@@ -19,10 +19,11 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import anyio
 from mcp_batteries.errors import InvalidInput
+from mcp_batteries.redact import redact_url
 
 from mcp_sql.models import ExecuteResult, QueryResult, SchemaInfo, TableDescription, TableInfo, TablePage
 from mcp_sql.results import Page, ResultLimits
-from mcp_sql.urls import default_database_path, ensure_sqlite_file, parse_url, redact_url
+from mcp_sql.urls import default_database_path, ensure_sqlite_file, parse_url
 
 logger = logging.getLogger(__name__)
 

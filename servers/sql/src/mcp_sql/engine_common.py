@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput, UpstreamError
+from mcp_batteries.errors import BatteriesError, InvalidInput, UpstreamError
+from mcp_batteries.integers import MAX_SAFE_INTEGER
 
 from mcp_sql.guard import strip_statement
 from mcp_sql.models import ColumnMeta, SchemaInfo, StatementResult, TableDescription, TableInfo, TablePage
@@ -21,8 +23,8 @@ def page_bounds(limit: int, offset: int, max_rows: int) -> tuple[int, int]:
     """Validated (limit, offset) of a `query` page; limit is clamped to max_rows."""
     if limit < 1:
         raise InvalidInput("limit must be at least 1")
-    if offset < 0:
-        raise InvalidInput("offset must be 0 or more")
+    if not 0 <= offset <= MAX_SAFE_INTEGER:
+        raise InvalidInput(f"offset must be from 0 to {MAX_SAFE_INTEGER:,} (got {offset})")
     return min(limit, max_rows), offset
 
 

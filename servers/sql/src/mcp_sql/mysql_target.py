@@ -29,7 +29,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from mcp_batteries.errors import ConfigError
 
-from mcp_sql.urls import redact_url
+from mcp_batteries.safety import redact_url
 
 DEFAULT_PORT = 3306
 _SSL_MODES = {"DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"}

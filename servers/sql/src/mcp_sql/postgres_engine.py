@@ -51,6 +51,9 @@ from mcp_sql.postgres_write import PostgresWriter
 from mcp_sql.results import Page, PageBuilder, ResultLimits
 from mcp_sql.values import pg_type_name
 
+#: The largest count PostgreSQL's MOVE/FETCH accepts (a 32-bit integer; a larger one is a syntax error).
+_MAX_MOVE = 2**31 - 1
+
 
 class PostgresDatabase(CatalogMethods):
     dialect: Literal["postgresql"] = "postgresql"
@@ -127,8 +130,11 @@ class PostgresDatabase(CatalogMethods):
                 # A portal-backed cursor: the server produces rows on demand, so only the rows of
                 # this page (and one more) cross the wire; skipped rows stay on the server.
                 cursor = await prepared.cursor(*bound, timeout=timeout)
-                if offset:
-                    await cursor.forward(offset, timeout=timeout)
+                skip = offset
+                while skip:  # MOVE takes a 32-bit count: larger offsets move in steps
+                    step = min(skip, _MAX_MOVE)
+                    moved = await cursor.forward(step, timeout=timeout)
+                    skip = skip - step if moved == step else 0
                 page = PageBuilder(
                     [a.name for a in attributes], types, limit=limit, offset=offset, limits=self.limits
                 )

@@ -15,13 +15,16 @@ from typing import Any
 
 from mcp_batteries.errors import AccessDenied, InvalidInput, NotFound
 from mcp_batteries.safety import quote_name, unquote_name
+from mcp_batteries.integers import cursor_offset
+from mcp_batteries.names import quote_name, unquote_name
+from mcp_batteries.redact import redact_url
 
 from mcp_sql import present
 from mcp_sql.config import SqlSettings
 from mcp_sql.database import Database, open_database
 from mcp_sql.render import safe_text
 from mcp_sql.uris import parse_uri, schema_uri, table_uri
-from mcp_sql.urls import check_sqlite_file, parse_database_specs, parse_url, redact_url
+from mcp_sql.urls import check_sqlite_file, parse_database_specs, parse_url
 
 logger = logging.getLogger(__name__)
 
@@ -151,10 +154,7 @@ class Databases:
 
     async def resources_page(self, cursor: str | None) -> tuple[list[ResourceEntry], str | None]:
         """One page of resources/list: each database's schema, then its tables and views."""
-        try:
-            start = int(cursor) if cursor else 0
-        except ValueError:
-            raise InvalidInput(f"invalid cursor {cursor!r}") from None
+        start = cursor_offset(cursor)
         entries: list[ResourceEntry] = []
         for name, db in self._open.items():
             entries.append(ResourceEntry(uri=schema_uri(name), name=f"{quote_name(name)} schema"))

@@ -59,7 +59,12 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
     LiveResources(server, LiveSchema(databases.opened, poll_interval=settings.schema_poll_interval))
 
     # -- tools -------------------------------------------------------------------------------
-    @server.tool(title="Run a read-only SQL query", read_only=True, idempotent=True)
+    @server.tool(
+        title="Run a read-only SQL query",
+        read_only=True,
+        idempotent=True,
+        paging="call it again with a smaller limit and offset, or select fewer columns",
+    )
     async def query(
         sql: Annotated[
             str, Field(description="One SELECT (or WITH/VALUES/read-only SHOW, PRAGMA) statement.")

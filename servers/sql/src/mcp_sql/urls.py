@@ -1,4 +1,5 @@
-"""Database URLs: the command-line specs, the embedded default file, redaction.
+"""Database URLs: the command-line specs and the embedded default file (shown through
+`mcp_batteries.redact.redact_url`, the one redaction).
 
 Accepted URL forms:
     postgresql://user:pw@host:5432/db?sslmode=require   (also postgres://, postgresql+asyncpg://)
@@ -20,7 +21,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from mcp_batteries.errors import ConfigError
 
@@ -28,7 +29,6 @@ DEFAULT_NAME = "main"
 _NAME_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_\-]{0,62})=(.+)$", re.DOTALL)
 _PG_SCHEMES = {"postgresql", "postgres", "postgresql+asyncpg", "postgres+asyncpg"}
 _MYSQL_SCHEMES = {"mysql", "mariadb", "mysql+asyncmy", "mariadb+asyncmy", "mysql+aiomysql", "mysql+pymysql"}
-_SECRET_QUERY_KEYS = {"password", "passwd", "pwd", "sslpassword", "ssl-password", "ssl_password"}
 
 
 @dataclass(frozen=True)
@@ -172,25 +172,3 @@ def parse_database_specs(args: list[str]) -> dict[str, str]:
             )
         specs[name] = normalize_url(parsed)
     return specs
-
-
-def redact_url(url: str) -> str:
-    """The URL with any password (in the userinfo or the query string) replaced by ***."""
-    try:
-        parts: SplitResult = urlsplit(url)
-    except ValueError:
-        return "<unparseable URL>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        netloc = f"{userinfo}@{host}"
-    query = parts.query
-    if query:
-        pairs = []
-        for pair in query.split("&"):
-            key, sep, _value = pair.partition("=")
-            pairs.append(f"{key}=***" if sep and key.lower() in _SECRET_QUERY_KEYS else pair)
-        query = "&".join(pairs)
-    return urlunsplit(parts._replace(netloc=netloc, query=query))

@@ -158,7 +158,7 @@ class NextTask(BaseModel):
 
 
 class NewTask(BaseModel):
-    """A task to create in add_tasks; subtasks nest to any depth."""
+    """A task to create in add_tasks; subtasks nest up to 90 levels in one call."""
 
     title: str = Field(description="One line.")
     description: str = ""

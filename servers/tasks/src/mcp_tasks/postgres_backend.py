@@ -17,10 +17,10 @@ from contextlib import asynccontextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 from mcp_batteries.errors import ConfigError, UpstreamError
+from mcp_batteries.redact import redact_url
 
 from mcp_tasks.backend import NOTIFY_CHANNEL, Row
 from mcp_tasks.schema import PG_SCHEMA, Dialect
@@ -32,14 +32,6 @@ logger = logging.getLogger(__name__)
 LOCK_SPACE = 0x7461736B
 #: The advisory lock migrations take (the second key of workspace locks is a text hash).
 MIGRATION_LOCK = 0
-
-
-def redact(dsn: str) -> str:
-    parts = urlsplit(dsn)
-    if parts.password is None:
-        return dsn
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 @lru_cache(maxsize=1024)
@@ -120,7 +112,7 @@ class PostgresBackend:
 
     def __init__(self, dsn: str, pool: Any) -> None:
         self.dsn = dsn
-        self.description = f"PostgreSQL {redact(dsn)}"
+        self.description = f"PostgreSQL {redact_url(dsn)}"
         self._pool = pool
 
     @classmethod
@@ -141,7 +133,7 @@ class PostgresBackend:
                 },
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError, ValueError) as exc:
-            raise ConfigError(f"cannot connect to PostgreSQL at {redact(dsn)}: {exc}") from exc
+            raise ConfigError(f"cannot connect to PostgreSQL at {redact_url(dsn)}: {exc}") from exc
         return cls(dsn, pool)
 
     @asynccontextmanager
@@ -168,7 +160,7 @@ class PostgresBackend:
                 self.dsn, timeout=10, server_settings={"application_name": "mcp-tasks"}
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
-            raise ConfigError(f"cannot LISTEN on PostgreSQL at {redact(self.dsn)}: {exc}") from exc
+            raise ConfigError(f"cannot LISTEN on PostgreSQL at {redact_url(self.dsn)}: {exc}") from exc
 
         def deliver(_conn: Any, _pid: int, _channel: str, payload: str) -> None:
             on_payload(payload)

@@ -19,6 +19,10 @@ from mcp.types import (
 )
 from mcp_batteries.errors import BatteriesError, InvalidInput
 from mcp_batteries.server import BatteriesServer, current_caller
+from mcp_batteries.app import BatteriesServer
+from mcp_batteries.errors import BatteriesError
+from mcp_batteries.identity import current_caller
+from mcp_batteries.integers import cursor_offset
 from pydantic import BaseModel, Field
 
 from mcp_tasks import live, prompts, render, uris
@@ -144,7 +148,8 @@ def build_server(settings: TasksSettings) -> BatteriesServer:
         ] = None,
     ) -> Annotated[CallToolResult, AddedTasks]:
         """Create a batch of tasks in one transaction: all of them or none (at most 5000). Subtasks
-        nest to any depth. Dependencies between new tasks use keys: give a task key='design' and
+        nest up to 90 levels per call (go deeper with a second call whose parent= is the deepest
+        task). Dependencies between new tasks use keys: give a task key='design' and
         another depends_on=['design']; existing tasks are named by id. Returns each new id (a table:
         id, key, title, parent)."""
         result = await service.store.add_tasks(actor(), tasks, list_ref=list, parent=parent)
@@ -172,7 +177,7 @@ def build_server(settings: TasksSettings) -> BatteriesServer:
         found = await service.store.get_task(actor(), task_id)
         return reply(found, render.detail(found))
 
-    @server.tool(title="List tasks", read_only=True)
+    @server.tool(title="List tasks", read_only=True, paging="call it again with a smaller limit, then offset")
     async def list_tasks(
         list: Annotated[
             str | None, Field(description="Only this list (default: every list not archived).")
@@ -388,10 +393,7 @@ def build_server(settings: TasksSettings) -> BatteriesServer:
         return render.markdown_task(await service.store.get_task(actor(), task_id))
 
     async def list_task_resources(session: Any, cursor: str | None) -> tuple[list[Resource], str | None]:
-        try:
-            start = int(cursor) if cursor else 0
-        except ValueError:
-            raise InvalidInput(f"invalid cursor {cursor!r}") from None
+        start = cursor_offset(cursor)
         entries, more = await service.store.resource_entries(actor(), offset=start, limit=RESOURCE_PAGE)
         found = [
             Resource(uri=e.uri, name=e.name, title=e.title, mime_type=e.mime_type, description=e.description)

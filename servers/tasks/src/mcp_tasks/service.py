@@ -8,6 +8,8 @@ from contextlib import asynccontextmanager
 
 import anyio
 from mcp_batteries.errors import ConfigError, UpstreamError
+from mcp_batteries.errors import UpstreamError
+from mcp_batteries.redact import redact_url
 
 from mcp_tasks.backend import Backend
 from mcp_tasks.config import TasksSettings
@@ -36,9 +38,7 @@ class TasksService:
     def where(self) -> str:
         s = self.settings
         if s.database_url:
-            from mcp_tasks.postgres_backend import redact
-
-            return f"PostgreSQL {redact(s.database_url)}"
+            return f"PostgreSQL {redact_url(s.database_url)}"
         return f"SQLite file {s.sqlite_path}"
 
     @asynccontextmanager

@@ -105,7 +105,11 @@ class TaskStore:
     ) -> ListsPage:
         return await self._read(
             lambda tx: reads.list_lists(
-                tx, actor, include_archived=include_archived, offset=offset, limit=self._limit(limit)
+                tx,
+                actor,
+                include_archived=include_archived,
+                offset=validate.offset(offset),
+                limit=self._limit(limit),
             )
         )
 
@@ -248,7 +252,7 @@ class TaskStore:
     ) -> TaskPage:
         return await self._read(
             lambda tx: reads.list_tasks(
-                tx, actor, filters, sort=sort, offset=offset, limit=self._limit(limit)
+                tx, actor, filters, sort=sort, offset=validate.offset(offset), limit=self._limit(limit)
             )
         )
 
@@ -272,7 +276,8 @@ class TaskStore:
     async def resource_entries(
         self, actor: Actor, *, offset: int, limit: int
     ) -> tuple[list[reads.ResourceEntry], bool]:
-        return await self._read(lambda tx: reads.resource_entries(tx, actor, offset=offset, limit=limit))
+        start = validate.offset(offset)
+        return await self._read(lambda tx: reads.resource_entries(tx, actor, offset=start, limit=limit))
 
     async def complete_lists(self, actor: Actor, prefix: str) -> list[str]:
         return await self._read(lambda tx: reads.complete_lists(tx, actor, prefix))

@@ -7,6 +7,8 @@ from datetime import UTC, date, datetime, timedelta
 
 from mcp_batteries.errors import InvalidInput
 from mcp_batteries.safety import scrub
+from mcp_batteries.integers import MAX_SAFE_INTEGER, whole_number
+from mcp_batteries.names import scrub
 
 from mcp_tasks.models import PRIORITIES, STATUSES, Priority, Status
 
@@ -28,13 +30,22 @@ def task_id(value: str | int, what: str = "task_id") -> int:
     if isinstance(value, bool):
         raise InvalidInput(f"{what}: task ids are numbers like 42 (got {value!r})")
     if isinstance(value, int):
-        if value >= 1:
+        if 1 <= value <= MAX_SAFE_INTEGER:
             return value
         raise InvalidInput(f"{what}: task ids are positive numbers like 42 (got {value})")
     found = _TASK_ID.match(str(value).strip())
-    if found is None or int(found.group(1)) < 1:
+    number = whole_number(found.group(1)) if found is not None else None
+    if number is None or number < 1:
         raise InvalidInput(f"{what}: task ids are numbers like 42 (got {scrub(str(value))[:40]!r})")
-    return int(found.group(1))
+    return number
+
+
+def offset(value: int) -> int:
+    """A page offset: an integer from 0 to MAX_SAFE_INTEGER (so offset + limit stays a 64-bit
+    integer for SQLite and PostgreSQL)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SAFE_INTEGER:
+        raise InvalidInput(f"offset must be an integer from 0 to {MAX_SAFE_INTEGER:,} (got {value!r})")
+    return value
 
 
 def title(value: str) -> str:
@@ -141,6 +152,11 @@ def workspace(value: str) -> str:
     return text
 
 
+#: The first and last moments a stored timestamp can name.
+EARLIEST = "0001-01-01T00:00:00.000Z"
+LATEST = "9999-12-31T23:59:59.999Z"
+
+
 def now() -> str:
     """The current time as ISO 8601 UTC with milliseconds (sorts as text)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -161,7 +177,10 @@ def since(value: str, *, reference: datetime | None = None) -> str:
         amount, unit = int(relative.group(1)), relative.group(2)
         step = {"m": timedelta(minutes=1), "min": timedelta(minutes=1), "h": timedelta(hours=1),
                 "d": timedelta(days=1), "w": timedelta(weeks=1)}[unit]  # fmt: skip
-        return _iso(current - amount * step)
+        try:
+            return _iso(current - amount * step)
+        except OverflowError:  # further back than year 1: since the beginning
+            return EARLIEST
     try:
         parsed = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
     except ValueError:
@@ -170,9 +189,18 @@ def since(value: str, *, reference: datetime | None = None) -> str:
             f"(24h, 3d, 1w, 90m, today, yesterday); got {scrub(str(value))[:40]!r}"
         ) from None
     if parsed.tzinfo is None:
-        parsed = parsed.astimezone()  # a local time, as a person means it
+        try:
+            parsed = parsed.astimezone()  # a local time, as a person means it
+        except (OverflowError, ValueError, OSError):  # the platform's local time ends before year 1
+            return EARLIEST if parsed.year == 1 else LATEST
     return _iso(parsed)
 
 
 def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """`moment` as a stored timestamp; one whose UTC time falls outside years 1-9999 (year 1 at
+    +14:00, 9999-12-31 at -14:00, 0001-01-01 read as a local time west of UTC) is clamped to
+    the range's end, which compares the same way with every stored time."""
+    try:
+        return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    except OverflowError:
+        return EARLIEST if moment.year == 1 else LATEST

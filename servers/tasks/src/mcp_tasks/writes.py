@@ -9,7 +9,7 @@ read before the lock and written after it without being read again, so no update
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +35,11 @@ from mcp_tasks.models import (
 #: Space left between sibling positions, so most moves renumber nothing.
 GAP = 1024
 MAX_BATCH = 5000
-MAX_DEPTH = 100
+#: Levels of subtasks below a top-level task in one add_tasks call. A JSON-RPC message nests at
+#: most 201 levels (the SDK's parser; mcp_batteries.frames) and each level of subtasks costs two
+#: (the list and the object): 98 levels arrive, 99 do not. A round bound below that says the same
+#: in every era, with the way on; trees grow deeper through further calls with parent=.
+MAX_DEPTH = 90
 
 
 class Conflict(BatteriesError):
@@ -181,7 +185,11 @@ def _flatten(items: Sequence[NewTask]) -> list[_Planned]:
 
     def visit(item: NewTask, where: str, parent_index: int | None, depth: int) -> None:
         if depth > MAX_DEPTH:
-            raise LimitExceeded(f"{where}: subtasks nest at most {MAX_DEPTH} levels deep")
+            raise LimitExceeded(
+                f"{where}: subtasks nest at most {MAX_DEPTH} levels deep in one add_tasks call (a message "
+                "nests at most 200 levels); create the deeper levels with another add_tasks call whose "
+                "parent is the deepest task created here"
+            )
         if len(planned) >= MAX_BATCH:
             raise LimitExceeded(f"at most {MAX_BATCH} tasks per add_tasks call; split the batch")
         try:
@@ -336,22 +344,37 @@ async def _batch_dependencies(
 
 
 def _refuse_local_cycles(planned: list[_Planned], edges: dict[int, set[int]]) -> None:
+    """Refuse a cycle among the batch's own dependencies, naming it.
+
+    Iterative depth-first search with an explicit stack (a chain of 5,000 tasks is 5,000 levels
+    deep: recursion would end in RecursionError): O(tasks + dependencies) time and memory.
+    """
     state: dict[int, int] = {}  # 1 = on the current path, 2 = done
-
-    def visit(node: int, path: list[int]) -> None:
-        state[node] = 1
-        for nxt in sorted(edges.get(node, ())):
-            if state.get(nxt) == 1:
-                cycle = [*path[path.index(nxt) :], nxt] if nxt in path else [node, nxt]
-                names = " -> ".join(planned[i].key or planned[i].title for i in cycle)
-                raise InvalidInput(f"dependencies in this batch form a cycle: {names}")
-            if nxt not in state:
-                visit(nxt, [*path, nxt])
-        state[node] = 2
-
+    parent: dict[int, int] = {}  # on the current path: how we got here
     for start in sorted(edges):
-        if start not in state:
-            visit(start, [start])
+        if start in state:
+            continue
+        state[start] = 1
+        stack: list[tuple[int, Iterator[int]]] = [(start, iter(sorted(edges.get(start, ()))))]
+        while stack:
+            node, successors = stack[-1]
+            nxt = next(successors, None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+                continue
+            if state.get(nxt) == 1:
+                path = [node]  # back along the current path to nxt: the cycle, reversed
+                while path[-1] != nxt:
+                    path.append(parent[path[-1]])
+                cycle = [planned[i].key or planned[i].title for i in [*reversed(path), nxt]]
+                if len(cycle) > 12:  # a long chain closed on itself: its ends say enough
+                    cycle = [*cycle[:10], f"... ({len(cycle) - 1} tasks in all) ...", *cycle[-2:]]
+                raise InvalidInput(f"dependencies in this batch form a cycle: {' -> '.join(cycle)}")
+            if nxt not in state:
+                state[nxt] = 1
+                parent[nxt] = node
+                stack.append((nxt, iter(sorted(edges.get(nxt, ())))))
 
 
 async def _end_position(tx: Tx, list_id: int, parent_id: int | None) -> int:

@@ -14,7 +14,9 @@ checks), behind the bundle's one authenticator, with a life of its own:
 Host and Origin are checked as for a single server (`mcp_batteries._transport.hosts.HostGuard`, around the
 whole bundle). The dispatcher matches exact paths: `/<name>/mcp`, the RFC 9728 metadata of each mount at
 `/.well-known/oauth-protected-resource/<name>/mcp` (when OAuth is on), `/healthz` (no token, for
-load balancers) and `/status` (behind the same sign-in as the servers).
+load balancers) and `/status` (behind the same sign-in as the servers). Any other path is behind
+that sign-in too: a caller without a valid token gets the same 401 wherever it knocks, so it
+learns nothing about what is mounted; a signed-in caller gets 404 naming the servers' paths.
 """
 
 from __future__ import annotations
@@ -36,6 +38,14 @@ from mcp_batteries._signin.auth import Authenticator, AuthMiddleware, metadata_p
 from mcp_batteries._transport.events import EventStores
 from mcp_batteries._transport.hosts import HostGuard
 from mcp_batteries._transport.http import is_call
+from mcp_batteries import sdk
+from mcp_batteries.auth import Authenticator, AuthMiddleware, metadata_path, protected_resource_route
+from mcp_batteries.definition import distribution_version
+from mcp_batteries.events import EventStores
+from mcp_batteries.frames import Reply, error_reply, send_reply
+from mcp_batteries.hosts import HostGuard
+from mcp_batteries.http import is_call
+from mcp_batteries.redact import redact_text
 
 if TYPE_CHECKING:
     from mcp_batteries._core.app import BatteriesServer
@@ -66,14 +76,15 @@ async def refuse(send: Send, status: int, message: str, *, retry_after: int | No
 
 
 def _first_message(exc: BaseException) -> str:
-    """The innermost first message of an exception (groups included), for `/status`."""
+    """The innermost first message of an exception (groups included), for `/status` and the 503
+    body: through the one redaction, since a driver's error may quote its connection string."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     cause = exc.__cause__
     text = str(exc) or type(exc).__name__
     if cause is not None and str(cause) and str(cause) not in text:
         text = f"{text}: {cause}"
-    return " ".join(text.split())[:500]
+    return redact_text(" ".join(text.split()))[:500]
 
 
 @dataclass(eq=False)
@@ -99,7 +110,12 @@ class Mount:
     @classmethod
     def failed(cls, definition: ServerDefinition[Any], path: str, reason: str) -> Mount:
         return cls(
-            definition=definition, server=None, path=path, endpoint=None, state="failed", reason=reason
+            definition=definition,
+            server=None,
+            path=path,
+            endpoint=None,
+            state="failed",
+            reason=redact_text(reason),
         )
 
     @property
@@ -213,6 +229,9 @@ class BundleApp:
         self.version = distribution_version("mcp-batteries")
         self._routes: dict[str, ASGIApp] = {"/healthz": self._healthz}
         self._routes["/status"] = self._signed_in(self._status, "/status", ())
+        # Only a signed-in caller learns what is mounted: without a valid token, an unknown path
+        # gets the same 401 as a mounted one (the challenge names /status's metadata).
+        self._unknown_path = self._signed_in(self._not_found, "/status", ())
         for mount in self.mounts:
             self._routes[mount.path] = self._signed_in(mount, mount.path, mount.writing_tools)
             if authenticator is not None and authenticator.oauth is not None:
@@ -241,15 +260,15 @@ class BundleApp:
             return
         if scope["type"] != "http":
             return  # no websockets: closing without accepting refuses them
-        route = self._routes.get(scope["path"])
-        if route is None:
-            paths = ", ".join(mount.path for mount in self.mounts)
-            await refuse(send, 404, f"no MCP server at {scope['path']}; the servers are at: {paths}")
-            return
+        route = self._routes.get(scope["path"], self._unknown_path)
         if self.draining and scope["path"] != "/healthz":
             await refuse(send, 503, "the server is shutting down", retry_after=5)
             return
         await route(scope, receive, send)
+
+    async def _not_found(self, scope: Scope, receive: Receive, send: Send) -> None:
+        paths = ", ".join(mount.path for mount in self.mounts)
+        await refuse(send, 404, f"no MCP server at {scope['path']}; the servers are at: {paths}")
 
     async def _healthz(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send_json(send, 200, {"status": "draining" if self.draining else "ok", "version": self.version})

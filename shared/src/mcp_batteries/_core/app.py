@@ -65,6 +65,16 @@ from mcp_batteries._protocol.frames import FrameGuard
 from mcp_batteries._protocol.strict import strict_arguments
 from mcp_batteries._safety.names import scrub
 from mcp_batteries.errors import AccessDenied, BatteriesError, ConfigError, InvalidInput, NotFound
+from mcp_batteries import sdk
+from mcp_batteries.bounds import bound_reply
+from mcp_batteries.definition import distribution_version
+from mcp_batteries.frames import FrameGuard
+from mcp_batteries.identity import current_caller
+from mcp_batteries.names import scrub
+from mcp_batteries.notify import RESOURCE_LIST, Interest, Notifier
+from mcp_batteries.redact import redact_text
+from mcp_batteries.settings import ServerSettings
+from mcp_batteries.strict import strict_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +139,7 @@ class _Server(MCPServer[Any]):
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, BatteriesError):
-                raise ToolError(str(cause)) from cause
+                raise ToolError(said(cause)) from cause
             if isinstance(cause, ValidationError):
                 raise ToolError(
                     f"invalid arguments for {name}: {describe_validation_error(cause)}"
@@ -168,7 +178,7 @@ class _Server(MCPServer[Any]):
             domain = _batteries_cause(exc)
             if domain is not None:
                 code = INVALID_PARAMS if isinstance(domain, _CLIENT_ERRORS) else INTERNAL_ERROR
-                raise MCPError(code, str(domain), data={"prompt": name}) from exc
+                raise MCPError(code, said(domain), data={"prompt": name}) from exc
             if _crash_cause(exc) is not None:
                 logger.error("prompt %r raised an unexpected exception", name, exc_info=_crash_cause(exc))
                 raise MCPError(
@@ -189,16 +199,22 @@ class _Server(MCPServer[Any]):
         return app
 
 
+def said(error: BaseException) -> str:
+    """A domain error's message as the client gets it: exactly its text, through the one
+    redaction (a git or driver error may quote a remote's or database's URL with its password)."""
+    return redact_text(str(error))
+
+
 #: Errors of the client's making: JSON-RPC `-32602` when they end a resource read or a prompt.
 _CLIENT_ERRORS = (NotFound, InvalidInput, AccessDenied)
 
 
 def _resource_error(exc: BatteriesError, uri: Any) -> Exception:
     if isinstance(exc, NotFound):
-        return ResourceNotFoundError(str(exc))
+        return ResourceNotFoundError(said(exc))
     if isinstance(exc, _CLIENT_ERRORS):
-        return MCPError(INVALID_PARAMS, str(exc), data={"uri": str(uri)})
-    return ResourceError(str(exc))
+        return MCPError(INVALID_PARAMS, said(exc), data={"uri": str(uri)})
+    return ResourceError(said(exc))
 
 
 def _batteries_cause(exc: BaseException) -> BatteriesError | None:
@@ -277,6 +293,9 @@ class BatteriesServer:
         self._lifespan_lock = anyio.Lock()
         self._declared_tools: list[str] = []
         self._check_subscription = subscriptions
+        #: How to get the rest of a reply the runtime cut (`bounds`): by "method:name" or URI prefix.
+        self._paging: dict[str, str] = {}
+        self._resource_paging: list[tuple[str, str]] = []
         self.mcp = _Server(
             f"mcp-{settings.server_name}",
             title=title,
@@ -298,6 +317,8 @@ class BatteriesServer:
         # Outermost, so it answers for everything inside, other middleware included.
         self.mcp.middleware.insert(0, self._answer_every_request)
         self.mcp.middleware.append(self._track_legacy_connections)
+        # Innermost: every tool result, resource read and prompt, whatever produced it.
+        self.mcp.middleware.append(self._bound_reply)
         # Stateless HTTP gives legacy clients no channel for unsolicited messages: advertising
         # subscribe or listChanged there would promise notifications that can never arrive.
         self.legacy_notifications = not (settings.transport == "http" and settings.stateless)
@@ -326,11 +347,14 @@ class BatteriesServer:
         name: str | None = None,
         structured_output: bool | None = None,
         description: str | None = None,
+        paging: str | None = None,
     ) -> Callable[[F], F]:
         """Register a tool unless read-only mode or the operator's tool lists exclude it.
 
         Every annotation is stated explicitly, so a client never falls back to the spec's
-        pessimistic defaults (destructive, open-world) by omission.
+        pessimistic defaults (destructive, open-world) by omission. `paging`: how to get the rest
+        when the runtime cuts a reply over the cap (e.g. "call again with a larger start_index"),
+        quoted in the note it adds (`mcp_batteries.bounds`).
         """
 
         def register(fn: F) -> F:
@@ -342,6 +366,8 @@ class BatteriesServer:
                 return fn
             if not read_only:
                 self.writing_tools.add(tool_name)
+            if paging is not None:
+                self._paging[f"tools/call:{tool_name}"] = paging
             self.mcp.add_tool(
                 fn,
                 name=tool_name,
@@ -373,13 +399,26 @@ class BatteriesServer:
             return "its tools setting leaves it out"
         return "its disable_tools setting names it" if tool_name in s.disable_tools else ""
 
-    def resource(self, uri: str, **options: Any) -> Callable[[F], F]:
-        """Register a static resource or a template (`{name}`, `{+path}`), as `MCPServer.resource`."""
+    def resource(self, uri: str, *, paging: str | None = None, **options: Any) -> Callable[[F], F]:
+        """Register a static resource or a template (`{name}`, `{+path}`), as `MCPServer.resource`;
+        `paging` as for `tool`."""
+        if paging is not None:
+            self._resource_paging.append((uri.split("{", 1)[0], paging))
         return self.mcp.resource(uri, **options)
 
-    def prompt(self, name: str | None = None, **options: Any) -> Callable[[F], F]:
-        """Register a prompt, as `MCPServer.prompt`; bad arguments become JSON-RPC -32602."""
-        return self.mcp.prompt(name, **options)
+    def prompt(
+        self, name: str | None = None, *, paging: str | None = None, **options: Any
+    ) -> Callable[[F], F]:
+        """Register a prompt, as `MCPServer.prompt`; bad arguments become JSON-RPC -32602;
+        `paging` as for `tool`."""
+        register = self.mcp.prompt(name, **options)
+
+        def wrapper(fn: F) -> F:
+            if paging is not None:
+                self._paging[f"prompts/get:{name or fn.__name__}"] = paging
+            return register(fn)
+
+        return wrapper
 
     def completion(self) -> Callable[[F], F]:
         """Register the completion handler (prompt arguments and resource template variables).
@@ -399,7 +438,7 @@ class BatteriesServer:
                 try:
                     result = await fn(params.ref, params.argument, params.context, **extra)
                 except BatteriesError as exc:
-                    raise MCPError(INVALID_PARAMS, str(exc)) from exc
+                    raise MCPError(INVALID_PARAMS, said(exc)) from exc
                 except MCPError:
                     raise
                 except Exception as exc:
@@ -412,9 +451,12 @@ class BatteriesServer:
 
         return register
 
-    def read_resources_with(self, prefix: str, reader: ResourceReader) -> None:
-        """Read URIs starting with `prefix` through `reader`, which also names the MIME type."""
+    def read_resources_with(self, prefix: str, reader: ResourceReader, *, paging: str | None = None) -> None:
+        """Read URIs starting with `prefix` through `reader`, which also names the MIME type;
+        `paging` as for `tool`."""
         self.mcp.readers = {**getattr(self.mcp, "readers", {}), prefix: reader}
+        if paging is not None:
+            self._resource_paging.append((prefix, paging))
 
     def list_resources_with(self, lister: ResourceLister) -> None:
         """Serve `resources/list` from `lister`, paginated, after any static resources."""
@@ -427,7 +469,7 @@ class BatteriesServer:
             try:
                 dynamic, next_cursor = await lister(ctx.session, cursor)
             except BatteriesError as exc:
-                raise MCPError(INVALID_PARAMS, str(exc)) from exc
+                raise MCPError(INVALID_PARAMS, said(exc)) from exc
             return ListResourcesResult(resources=static + dynamic, next_cursor=next_cursor)
 
         sdk.add_request_handler(self.mcp, "resources/list", PaginatedRequestParams, handler)
@@ -542,13 +584,32 @@ class BatteriesServer:
             ) from exc
         except BatteriesError as exc:
             code = INVALID_PARAMS if isinstance(exc, _CLIENT_ERRORS) else INTERNAL_ERROR
-            raise MCPError(code, str(exc)) from exc
+            raise MCPError(code, said(exc)) from exc
         except Exception as exc:
             logger.exception("%s raised an unexpected exception", ctx.method)
             raise MCPError(
                 INTERNAL_ERROR,
                 f"Internal error while handling {ctx.method}; the server's log has the details",
             ) from exc
+
+    async def _bound_reply(self, ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+        """No tool result, resource read or prompt exceeds the reply cap (`mcp_batteries.bounds`)."""
+        result = await call_next(ctx)
+        if ctx.method not in ("tools/call", "resources/read", "prompts/get") or not isinstance(result, dict):
+            return result
+        params = ctx.params or {}
+        if ctx.method == "resources/read":
+            uri = str(params.get("uri", ""))
+            subject = f"resource {_preview(uri, 200)}"
+            matches = [
+                (len(prefix), hint) for prefix, hint in self._resource_paging if uri.startswith(prefix)
+            ]
+            paging = max(matches)[1] if matches else None
+        else:
+            name = str(params.get("name", ""))
+            subject = f"{'tool' if ctx.method == 'tools/call' else 'prompt'} {_preview(name, 100)}"
+            paging = self._paging.get(f"{ctx.method}:{name}")
+        return bound_reply(ctx.method, result, self.settings.max_result_bytes, subject=subject, paging=paging)
 
     async def _track_legacy_connections(self, ctx: ServerRequestContext[Any], call_next: Any) -> Any:
         # Every handshake-era connection with a back-channel hears list_changed, subscribed or not.

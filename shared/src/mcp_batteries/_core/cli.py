@@ -23,6 +23,8 @@ from pydantic.fields import FieldInfo
 from mcp_batteries._core.settings import ServerSettings, build_settings
 from mcp_batteries._core.version import distribution_version
 from mcp_batteries.errors import ConfigError
+from mcp_batteries.redact import redact_text
+from mcp_batteries.settings import ServerSettings, build_settings
 
 S = TypeVar("S", bound=ServerSettings)
 
@@ -37,7 +39,8 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def fail(message: str, *, prog: str) -> NoReturn:
-    sys.stderr.write(f"{prog}: error: {message}\n")
+    # A configuration mistake may quote the setting it is about: no password on the terminal.
+    sys.stderr.write(f"{prog}: error: {redact_text(message)}\n")
     raise SystemExit(EXIT_CONFIG_ERROR)
 
 

@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -22,6 +22,8 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from mcp_batteries.redact import remember_secrets
 
 #: The TOML file for the settings being built; a context variable because pydantic-settings
 #: builds its sources from the class, not from the instance.
@@ -86,6 +88,15 @@ class ServerSettings(BaseSettings):
         description="HTTP: no sessions (legacy clients then get no change notifications).",
     )
     read_only: bool = Field(False, description="Hide and refuse every tool that changes anything.")
+    max_result_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=16 * 1024,
+        description=(
+            "Most bytes one tool result, resource read or prompt may carry; the server cuts a larger "
+            "one and says how to get the rest."
+        ),
+        json_schema_extra={"metavar": "BYTES"},
+    )
     tools: NameList | None = Field(
         None,
         description="Only offer these tools (default: all).",
@@ -195,6 +206,16 @@ class ServerSettings(BaseSettings):
         if not value.startswith("/"):
             raise ValueError(f"must start with '/', got {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _remember_secrets(self) -> ServerSettings:
+        # Whatever a configured URL or DSN would have hidden (a password, a token) is hidden
+        # wherever else it turns up, e.g. quoted by a driver's error (mcp_batteries.redact).
+        for value in self.__dict__.values():
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, str):
+                    remember_secrets(item)
+        return self
 
     @property
     def is_loopback(self) -> bool:

@@ -7,7 +7,9 @@ a date and a list for a tuple, all of which JSON can only send that way. So only
 that JSON has types for become strict (`int`, `float`, `bool`), wherever they sit: inside
 `Optional`, unions, lists, dicts, tuples, `Annotated` constraints and nested models. An integer
 is still accepted for a float (JSON has one number type), and everything else keeps pydantic's
-usual JSON-compatible conversions. The JSON Schema the client sees does not change.
+usual JSON-compatible conversions. Integers are also held to the range JSON carries exactly,
+±(2^53 - 1) (`mcp_batteries.integers`), so 2^63 never reaches a database driver. The JSON Schema
+the client sees does not change.
 """
 
 from __future__ import annotations
@@ -15,12 +17,16 @@ from __future__ import annotations
 import types
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+from annotated_types import Interval
 from pydantic import BaseModel, Strict, create_model
 from pydantic.fields import FieldInfo
+
+from mcp_batteries.integers import MAX_SAFE_INTEGER
 
 __all__ = ["strict_arguments", "strict_type"]
 
 _STRICT_LEAVES = (bool, int, float)
+_SAFE_RANGE = Interval(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)
 
 
 def strict_arguments(model: type[BaseModel]) -> type[BaseModel]:
@@ -35,6 +41,8 @@ def strict_type(annotation: Any) -> Any:
 
 
 def _strict(annotation: Any, seen: dict[type[BaseModel], type[BaseModel]]) -> Any:
+    if annotation is int:
+        return Annotated[int, Strict(), _SAFE_RANGE]
     if annotation in _STRICT_LEAVES:
         return Annotated[annotation, Strict()]
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):

@@ -65,6 +65,7 @@ from mcp_batteries._signin.oauth import (
     url_problem,
 )
 from mcp_batteries.errors import ConfigError
+from mcp_batteries.secret_files import check_private
 
 if TYPE_CHECKING:
     from mcp_batteries._core.settings import ServerSettings
@@ -109,6 +110,7 @@ AUTH_ERROR_CODE = -32001
 def load_token(token_file: Path | None) -> str | None:
     """The token from `--auth-token-file`, else `$MCP_AUTH_TOKEN`, else None."""
     if token_file is not None:
+        check_private(token_file.expanduser(), "--auth-token-file")
         try:
             token = token_file.expanduser().read_text(encoding="utf-8").strip()
         except OSError as exc:
@@ -143,6 +145,7 @@ def load_tokens_file(path: Path, scopes: ScopeNames) -> dict[bytes, Caller]:
     ```
     """
     where = f"--tokens-file {path}"
+    check_private(path, "--tokens-file")
     try:
         raw = path.read_bytes()
     except OSError as exc:

@@ -66,6 +66,15 @@ def script_path(script: str) -> str:
     return found
 
 
+def write_private(path: Path, text: str) -> Path:
+    """A secret's file (a tokens file, a token file) readable by its owner only, as the servers
+    require (`mcp_batteries._signin.secret_files`)."""
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text(text)
+    return path
+
+
 def stdio_params(script: str, *args: str, env: Mapping[str, str] | None = None) -> StdioServerParameters:
     merged = {**os.environ, **(env or {})}
     return StdioServerParameters(command=script_path(script), args=list(args), env=merged)

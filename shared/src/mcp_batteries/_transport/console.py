@@ -9,13 +9,16 @@ import gc
 import logging
 import sys
 
+from mcp_batteries._safety.redact import RedactingFormatter
+
 __all__ = ["configure_logging", "say", "tune_gc"]
 
 
 def configure_logging(level: str) -> None:
     """Logs go to stderr, always: on stdio, stdout belongs to the protocol."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    # Through the one redaction: no log line shows a password, whichever code wrote it.
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
