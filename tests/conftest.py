@@ -16,11 +16,11 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from mcp_batteries.redact import KNOWN
+from mcp_batteries._safety.redact import KNOWN
 
 #: Where the session's home directory is, for tests that check the isolation itself.
 SESSION_HOME_ENV = "MCP_BATTERIES_TEST_HOME"
@@ -83,7 +83,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(autouse=True)
 def forget_known_secrets() -> Iterator[None]:
-    """Settings remember the secrets of their URLs for the whole process (mcp_batteries.redact);
+    """Settings remember the secrets of their URLs for the whole process (mcp_batteries._safety.redact);
     each test starts from what the process knew before it, so no test hides another's words."""
     kept = KNOWN.words
     yield

@@ -34,12 +34,8 @@ from mcp_batteries.testing import (
     connect_http,
     http_server,
     legacy_subscribe,
-)
-from mcp_batteries.app import BatteriesServer
-from mcp_batteries.definition import ServerDefinition, discover
-from mcp_batteries.settings import ServerSettings
     write_private,
-from mcp_batteries.testing_oauth import AUDIENCE, TestIssuer
+)
 
 from .conftest import bundle_process, running_bundle
 

@@ -25,15 +25,12 @@ from typing import Annotated, Any
 import anyio
 from mcp import StdioServerParameters
 from mcp.server.mcpserver import Context
-from mcp.types import Resource
+from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.types import CallToolResult, ContentBlock, ImageContent, Resource, TextContent
 from mcp_batteries._core.app import BatteriesServer
 from mcp_batteries._core.settings import ServerSettings
 from mcp_batteries._entry.definition import ServerDefinition
 from mcp_batteries._work.progress import in_thread
-from mcp.server.mcpserver.prompts.base import UserMessage
-from mcp.types import CallToolResult, ContentBlock, ImageContent, Resource, TextContent
-from mcp_batteries.app import BatteriesServer
-from mcp_batteries.definition import ServerDefinition
 from mcp_batteries.errors import AccessDenied, InvalidInput, LimitExceeded, NotFound, UpstreamError
 from mcp_batteries.testing import RunningServer
 from pydantic import BaseModel, Field

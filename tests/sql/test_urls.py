@@ -8,7 +8,6 @@ import pytest
 from mcp_batteries.errors import ConfigError
 from mcp_sql.mysql_target import parse_mysql_url
 from mcp_sql.urls import parse_database_specs, parse_url, redact_url
-from mcp_sql.urls import parse_database_specs, parse_url
 
 
 def test_no_arguments_gives_the_default_file_in_xdg_data_home(

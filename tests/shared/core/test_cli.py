@@ -94,7 +94,7 @@ def test_a_service_that_cannot_start_is_one_line_and_exit_2_not_a_traceback() ->
         input=initialize, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 2
-    # The user name is hidden too (it may be a token): mcp_batteries.redact.
+    # The user name is hidden too (it may be a token): mcp_batteries._safety.redact.
     assert "cannot connect to postgresql://***@127.0.0.1:9/nowhere" in done.stderr
     assert "Traceback" not in done.stderr and done.stderr.strip().count("\n") == 0
 

@@ -32,11 +32,7 @@ from mcp_batteries._signin.oauth import (
     metadata_urls,
 )
 from mcp_batteries.errors import ConfigError
-from mcp_batteries.testing import AUDIENCE, TestIssuer
-from mcp_batteries.identity import current_caller
-from mcp_batteries.oauth import JwksKeys, KeysUnavailable, OAuthVerifier, Refusal, fetch_json, metadata_urls
-from mcp_batteries.testing import write_private
-from mcp_batteries.testing_oauth import AUDIENCE, TestIssuer
+from mcp_batteries.testing import AUDIENCE, TestIssuer, write_private
 from starlette.applications import Starlette
 from starlette.types import Message, Receive, Scope, Send
 

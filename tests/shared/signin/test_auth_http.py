@@ -22,10 +22,9 @@ import httpx2
 import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
-from mcp_batteries._signin.auth import ScopeNames, load_tokens_file
-from mcp_batteries.auth import ScopeNames, build_authenticator, load_tokens_file
+from mcp_batteries._core.settings import ServerSettings
+from mcp_batteries._signin.auth import ScopeNames, build_authenticator, load_tokens_file
 from mcp_batteries.errors import ConfigError
-from mcp_batteries.settings import ServerSettings
 from mcp_batteries.testing import (
     AUDIENCE,
     ERAS,

@@ -18,11 +18,6 @@ from mcp_batteries._core.app import BatteriesServer
 from mcp_batteries._core.identity import Caller, access_token_for
 from mcp_batteries._core.settings import ServerSettings
 from mcp_batteries._transport.events import EventStores
-from mcp_batteries.testing import http_server, serve_http_in_process
-from mcp_batteries.app import BatteriesServer
-from mcp_batteries.events import EventStores
-from mcp_batteries.identity import Caller, access_token_for
-from mcp_batteries.settings import ServerSettings
 from mcp_batteries.testing import http_server, serve_http_in_process, write_private
 from starlette.types import ASGIApp, Receive, Scope, Send
 

@@ -25,19 +25,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mcp_batteries.errors import InvalidInput, NotFound
-from mcp_batteries.safety import quote_name, quote_path, unquote_name
+from mcp_batteries.safety import quote_name, quote_path, redact_text, redact_url, unquote_name
 
 from mcp_git.checks import branch_name, check_remote_url, remote_name, rewritten_urls
 from mcp_git.hardening import STATIC_CONFIG, config_arguments, promisor_remotes, split_key
-from mcp_git.refs import effective_urls, redact, remote_names
+from mcp_git.refs import effective_urls, remote_names
 from mcp_git.repository import transport_git_dir
 from mcp_git.runner import Git, GitResult, inspect_local_remote
-from mcp_batteries.names import quote_name, unquote_name
-from mcp_batteries.redact import redact_text, redact_url
-
-from mcp_git.checks import branch_name, check_remote_url, remote_name
-from mcp_git.refs import effective_urls, remote_names
-from mcp_git.runner import Git, GitResult
 from mcp_git.text import free_text
 
 __all__ = ["fetch", "pull", "push"]

@@ -7,9 +7,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from mcp_batteries.errors import InvalidInput, NotFound
-from mcp_batteries.safety import quote_name
-from mcp_batteries.names import quote_name
-from mcp_batteries.redact import redact_url
+from mcp_batteries.safety import quote_name, redact_url
 
 from mcp_git.checks import branch_name, resolve_commit, resolve_object, tag_name, worktree_path
 from mcp_git.models import Branch, BranchResult, Remote, RemoteResult, Stash, StashResult, Tag, TagResult

@@ -11,10 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mcp_batteries.errors import BatteriesError, InvalidInput
-from mcp_batteries.safety import current_directory_scope
 from mcp_batteries.errors import BatteriesError
-from mcp_batteries.integers import cursor_offset
+from mcp_batteries.safety import current_directory_scope
+from mcp_batteries.server import cursor_offset
 
 from mcp_git.authors import parse_author
 from mcp_git.config import GitSettings

@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import anyio
 from mcp_batteries.errors import InvalidInput
-from mcp_batteries.redact import redact_url
+from mcp_batteries.safety import redact_url
 
 from mcp_sql.models import ExecuteResult, QueryResult, SchemaInfo, TableDescription, TableInfo, TablePage
 from mcp_sql.results import Page, ResultLimits

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput, UpstreamError
-from mcp_batteries.errors import BatteriesError, InvalidInput, UpstreamError
-from mcp_batteries.integers import MAX_SAFE_INTEGER
+from mcp_batteries.server import MAX_SAFE_INTEGER
 
 from mcp_sql.guard import strip_statement
 from mcp_sql.models import ColumnMeta, SchemaInfo, StatementResult, TableDescription, TableInfo, TablePage

@@ -28,7 +28,6 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from mcp_batteries.errors import ConfigError
-
 from mcp_batteries.safety import redact_url
 
 DEFAULT_PORT = 3306

@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_batteries.errors import AccessDenied, InvalidInput, NotFound
-from mcp_batteries.safety import quote_name, unquote_name
-from mcp_batteries.integers import cursor_offset
-from mcp_batteries.names import quote_name, unquote_name
-from mcp_batteries.redact import redact_url
+from mcp_batteries.safety import quote_name, redact_url, unquote_name
+from mcp_batteries.server import cursor_offset
 
 from mcp_sql import present
 from mcp_sql.config import SqlSettings

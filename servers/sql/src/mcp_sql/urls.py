@@ -1,5 +1,5 @@
 """Database URLs: the command-line specs and the embedded default file (shown through
-`mcp_batteries.redact.redact_url`, the one redaction).
+`mcp_batteries._safety.redact.redact_url`, the one redaction).
 
 Accepted URL forms:
     postgresql://user:pw@host:5432/db?sslmode=require   (also postgres://, postgresql+asyncpg://)

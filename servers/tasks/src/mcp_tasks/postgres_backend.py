@@ -20,7 +20,7 @@ from typing import Any
 
 import asyncpg
 from mcp_batteries.errors import ConfigError, UpstreamError
-from mcp_batteries.redact import redact_url
+from mcp_batteries.safety import redact_url
 
 from mcp_tasks.backend import NOTIFY_CHANNEL, Row
 from mcp_tasks.schema import PG_SCHEMA, Dialect

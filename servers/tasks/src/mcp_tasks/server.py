@@ -17,12 +17,8 @@ from mcp.types import (
     ResourceTemplateReference,
     TextContent,
 )
-from mcp_batteries.errors import BatteriesError, InvalidInput
-from mcp_batteries.server import BatteriesServer, current_caller
-from mcp_batteries.app import BatteriesServer
 from mcp_batteries.errors import BatteriesError
-from mcp_batteries.identity import current_caller
-from mcp_batteries.integers import cursor_offset
+from mcp_batteries.server import BatteriesServer, current_caller, cursor_offset
 from pydantic import BaseModel, Field
 
 from mcp_tasks import live, prompts, render, uris

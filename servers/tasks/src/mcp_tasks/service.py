@@ -8,8 +8,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 from mcp_batteries.errors import ConfigError, UpstreamError
-from mcp_batteries.errors import UpstreamError
-from mcp_batteries.redact import redact_url
+from mcp_batteries.safety import redact_url
 
 from mcp_tasks.backend import Backend
 from mcp_tasks.config import TasksSettings

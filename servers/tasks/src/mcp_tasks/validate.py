@@ -7,8 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from mcp_batteries.errors import InvalidInput
 from mcp_batteries.safety import scrub
-from mcp_batteries.integers import MAX_SAFE_INTEGER, whole_number
-from mcp_batteries.names import scrub
+from mcp_batteries.server import MAX_SAFE_INTEGER, whole_number
 
 from mcp_tasks.models import PRIORITIES, STATUSES, Priority, Status
 

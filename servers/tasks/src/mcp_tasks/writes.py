@@ -36,7 +36,7 @@ from mcp_tasks.models import (
 GAP = 1024
 MAX_BATCH = 5000
 #: Levels of subtasks below a top-level task in one add_tasks call. A JSON-RPC message nests at
-#: most 201 levels (the SDK's parser; mcp_batteries.frames) and each level of subtasks costs two
+#: most 201 levels (the SDK's parser; mcp_batteries._protocol.frames) and each level of subtasks costs two
 #: (the list and the object): 98 levels arrive, 99 do not. A round bound below that says the same
 #: in every era, with the way on; trees grow deeper through further calls with parent=.
 MAX_DEPTH = 90

@@ -34,18 +34,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_batteries._core.version import distribution_version
 from mcp_batteries._protocol import sdk
 from mcp_batteries._protocol.frames import Reply, error_reply, send_reply
+from mcp_batteries._safety.redact import redact_text
 from mcp_batteries._signin.auth import Authenticator, AuthMiddleware, metadata_path, protected_resource_route
 from mcp_batteries._transport.events import EventStores
 from mcp_batteries._transport.hosts import HostGuard
 from mcp_batteries._transport.http import is_call
-from mcp_batteries import sdk
-from mcp_batteries.auth import Authenticator, AuthMiddleware, metadata_path, protected_resource_route
-from mcp_batteries.definition import distribution_version
-from mcp_batteries.events import EventStores
-from mcp_batteries.frames import Reply, error_reply, send_reply
-from mcp_batteries.hosts import HostGuard
-from mcp_batteries.http import is_call
-from mcp_batteries.redact import redact_text
 
 if TYPE_CHECKING:
     from mcp_batteries._core.app import BatteriesServer

@@ -63,18 +63,10 @@ from mcp_batteries._core.version import distribution_version
 from mcp_batteries._protocol import sdk
 from mcp_batteries._protocol.frames import FrameGuard
 from mcp_batteries._protocol.strict import strict_arguments
+from mcp_batteries._safety.bounds import bound_reply
 from mcp_batteries._safety.names import scrub
+from mcp_batteries._safety.redact import redact_text
 from mcp_batteries.errors import AccessDenied, BatteriesError, ConfigError, InvalidInput, NotFound
-from mcp_batteries import sdk
-from mcp_batteries.bounds import bound_reply
-from mcp_batteries.definition import distribution_version
-from mcp_batteries.frames import FrameGuard
-from mcp_batteries.identity import current_caller
-from mcp_batteries.names import scrub
-from mcp_batteries.notify import RESOURCE_LIST, Interest, Notifier
-from mcp_batteries.redact import redact_text
-from mcp_batteries.settings import ServerSettings
-from mcp_batteries.strict import strict_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -354,7 +346,7 @@ class BatteriesServer:
         Every annotation is stated explicitly, so a client never falls back to the spec's
         pessimistic defaults (destructive, open-world) by omission. `paging`: how to get the rest
         when the runtime cuts a reply over the cap (e.g. "call again with a larger start_index"),
-        quoted in the note it adds (`mcp_batteries.bounds`).
+        quoted in the note it adds (`mcp_batteries._safety.bounds`).
         """
 
         def register(fn: F) -> F:
@@ -593,7 +585,7 @@ class BatteriesServer:
             ) from exc
 
     async def _bound_reply(self, ctx: ServerRequestContext[Any], call_next: Any) -> Any:
-        """No tool result, resource read or prompt exceeds the reply cap (`mcp_batteries.bounds`)."""
+        """No tool result, resource read or prompt exceeds the reply cap (`mcp_batteries._safety.bounds`)."""
         result = await call_next(ctx)
         if ctx.method not in ("tools/call", "resources/read", "prompts/get") or not isinstance(result, dict):
             return result

@@ -22,9 +22,8 @@ from pydantic.fields import FieldInfo
 
 from mcp_batteries._core.settings import ServerSettings, build_settings
 from mcp_batteries._core.version import distribution_version
+from mcp_batteries._safety.redact import redact_text
 from mcp_batteries.errors import ConfigError
-from mcp_batteries.redact import redact_text
-from mcp_batteries.settings import ServerSettings, build_settings
 
 S = TypeVar("S", bound=ServerSettings)
 

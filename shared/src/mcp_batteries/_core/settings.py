@@ -23,7 +23,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from mcp_batteries.redact import remember_secrets
+from mcp_batteries._safety.redact import remember_secrets
 
 #: The TOML file for the settings being built; a context variable because pydantic-settings
 #: builds its sources from the class, not from the instance.
@@ -210,7 +210,7 @@ class ServerSettings(BaseSettings):
     @model_validator(mode="after")
     def _remember_secrets(self) -> ServerSettings:
         # Whatever a configured URL or DSN would have hidden (a password, a token) is hidden
-        # wherever else it turns up, e.g. quoted by a driver's error (mcp_batteries.redact).
+        # wherever else it turns up, e.g. quoted by a driver's error (mcp_batteries._safety.redact).
         for value in self.__dict__.values():
             for item in value if isinstance(value, list) else [value]:
                 if isinstance(item, str):

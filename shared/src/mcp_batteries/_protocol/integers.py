@@ -4,7 +4,7 @@ RFC 8259 (section 6) and I-JSON (RFC 7493) name that range as the one every JSON
 implementation agrees on; a JavaScript client cannot even write a larger integer exactly. Past it
 lie SQLite's and PostgreSQL's 64-bit integers (2^63 ends in a driver error, not an answer), and
 offsets that overflow once a limit is added to them. So every integer argument of every tool is
-held to this range (`mcp_batteries.strict`, applied to every tool by `BatteriesServer`), and
+held to this range (`mcp_batteries._protocol.strict`, applied to every tool by `BatteriesServer`), and
 every number parsed from text a client sends (a cursor, a task id in a URI) goes through
 `whole_number` with the same bound. Sums of a few such numbers stay far inside 64 bits.
 """

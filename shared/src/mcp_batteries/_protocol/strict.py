@@ -8,7 +8,7 @@ that JSON has types for become strict (`int`, `float`, `bool`), wherever they si
 `Optional`, unions, lists, dicts, tuples, `Annotated` constraints and nested models. An integer
 is still accepted for a float (JSON has one number type), and everything else keeps pydantic's
 usual JSON-compatible conversions. Integers are also held to the range JSON carries exactly,
-±(2^53 - 1) (`mcp_batteries.integers`), so 2^63 never reaches a database driver. The JSON Schema
+±(2^53 - 1) (`mcp_batteries._protocol.integers`), so 2^63 never reaches a database driver. The JSON Schema
 the client sees does not change.
 """
 
@@ -21,7 +21,7 @@ from annotated_types import Interval
 from pydantic import BaseModel, Strict, create_model
 from pydantic.fields import FieldInfo
 
-from mcp_batteries.integers import MAX_SAFE_INTEGER
+from mcp_batteries._protocol.integers import MAX_SAFE_INTEGER
 
 __all__ = ["strict_arguments", "strict_type"]
 

@@ -64,8 +64,8 @@ from mcp_batteries._signin.oauth import (
     invalid_token,
     url_problem,
 )
+from mcp_batteries._signin.secret_files import check_private
 from mcp_batteries.errors import ConfigError
-from mcp_batteries.secret_files import check_private
 
 if TYPE_CHECKING:
     from mcp_batteries._core.settings import ServerSettings

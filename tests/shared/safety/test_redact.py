@@ -5,7 +5,14 @@ from __future__ import annotations
 import logging
 
 import pytest
-from mcp_batteries.redact import HIDDEN, KNOWN, RedactingFormatter, redact_text, redact_url, remember_secrets
+from mcp_batteries._safety.redact import (
+    HIDDEN,
+    KNOWN,
+    RedactingFormatter,
+    redact_text,
+    redact_url,
+    remember_secrets,
+)
 from mcp_batteries.testing import ERAS, Era, connect
 
 
@@ -144,9 +151,9 @@ def test_every_log_line_passes_through_the_redaction(caplog: pytest.LogCaptureFi
 async def test_domain_errors_reach_the_client_through_the_redaction(era: Era) -> None:
     from typing import ClassVar
 
-    from mcp_batteries.app import BatteriesServer
+    from mcp_batteries._core.app import BatteriesServer
+    from mcp_batteries._core.settings import ServerSettings
     from mcp_batteries.errors import NotFound, UpstreamError
-    from mcp_batteries.settings import ServerSettings
 
     class Settings(ServerSettings):
         server_name: ClassVar[str] = "leaky"

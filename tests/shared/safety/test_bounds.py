@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_batteries.bounds import bound_reply, cut_text, encoded_size
+from mcp_batteries._safety.bounds import bound_reply, cut_text, encoded_size
 from mcp_batteries.testing import ERAS, Era, connect, stdio_params
 
-from .hostile_server import FLOODS, HostileSettings, build_server, flood_text, stdio_command
+from ..hostile_server import FLOODS, HostileSettings, build_server, flood_text, stdio_command
 
 pytestmark = pytest.mark.anyio
 
