@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from mcp_batteries.errors import ConfigError
 from mcp_sql.mysql_target import parse_mysql_url
-from mcp_sql.urls import parse_database_specs, parse_url, redact_url
+from mcp_batteries.safety import redact_url
+from mcp_sql.urls import parse_database_specs, parse_url
 
 
 def test_no_arguments_gives_the_default_file_in_xdg_data_home(
@@ -102,7 +103,7 @@ def test_mysql_target_reads_user_password_database_and_tls(
     assert context is not None and context.check_hostname
     assert parse_mysql_url("mysql://h/x?ssl-mode=REQUIRED").ssl_context().check_hostname is False  # type: ignore[union-attr]
     assert parse_mysql_url("mysql://h/x").ssl_context() is None
-    assert target.redacted == "mysql://app:***@db.example:3307/shop?ssl-mode=verify_identity"
+    assert target.redacted == "mysql://***@db.example:3307/shop?ssl-mode=verify_identity"
 
 
 def test_mysql_unix_socket_as_host_or_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -141,6 +142,7 @@ def test_bad_mysql_options_are_config_errors(
 
 
 def test_redaction_hides_mysql_passwords_in_query_options() -> None:
+    # The user name is hidden too (it can be a token); the TLS mode says how, not with what.
     assert redact_url("mysql://u@h/db?password=secret&ssl-mode=REQUIRED") == (
-        "mysql://u@h/db?password=***&ssl-mode=REQUIRED"
+        "mysql://***@h/db?password=***&ssl-mode=REQUIRED"
     )

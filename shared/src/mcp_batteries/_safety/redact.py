@@ -71,7 +71,9 @@ SHOWN_PARAMETERS = frozenset(
         "mode", "cache", "immutable", "vfs", "nolock", "psow",
         # MySQL/MariaDB and general driver options.
         "charset", "collation", "ssl", "ssl_mode", "timezone", "autocommit", "schema",
-        "search_path", "timeout",
+        "search_path", "timeout", "ssl-mode", "ssl-ca", "ssl_ca", "sslca", "ssl-cert", "ssl_cert",
+        "unix_socket", "unix-socket", "socket", "option-group", "option_group",
+        "read_default_group",
     }
 )  # fmt: skip
 
