@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import signal
 import subprocess
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +28,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 from mcp_batteries.errors import LimitExceeded, UpstreamError
+from mcp_batteries.platform import kill_process_tree
 
 from mcp_git.authors import Identity, require_identity
 from mcp_git.hardening import STATIC_CONFIG, base_environment, overrides_for, parse_config_listing
@@ -130,10 +130,7 @@ async def off_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
     # Each git runs in its own session (process group): its helpers (ssh, upload-pack) go too.
-    with contextlib.suppress(OSError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        process.kill()
+    kill_process_tree(process)
 
 
 @dataclass(frozen=True)
