@@ -5,5 +5,6 @@
   and VS Code, printed or merged into the client's file;
 - `new` (`scaffold.py`, `templates/`): a new server package in a checkout.
 
-May import: `_entry`, `_transport`, `_signin`, `_core`, `_protocol`, `errors`. No server imports it.
+May import: `_entry`, `_transport`, `_signin`, `_core`, `_protocol`, `_platform`, `errors`.
+No server imports it.
 """

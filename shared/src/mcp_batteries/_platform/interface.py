@@ -145,6 +145,11 @@ class Files(ABC):
         the stored case on a case-insensitive volume); `path` itself where nothing better is known."""
 
     @abstractmethod
+    def sync_directory(self, path: str) -> None:
+        """Make a rename in the directory at `path` survive a crash, where the OS lets a directory
+        be synced (POSIX); nothing where it does not (Windows: NTFS journals its renames)."""
+
+    @abstractmethod
     def make_blocking(self, fd: int) -> None:
         """Undo the non-blocking open of `Directory.open_file` for a regular file about to be read."""
 

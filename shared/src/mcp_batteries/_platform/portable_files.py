@@ -271,6 +271,9 @@ class PortableFiles(Files):
     def canonical_directory(self, path: str) -> str:
         return path
 
+    def sync_directory(self, path: str) -> None:
+        """Nothing: a directory cannot be opened to be synced on Windows."""
+
     def make_blocking(self, fd: int) -> None:
         if _NONBLOCK:
             os.set_blocking(fd, True)

@@ -205,6 +205,13 @@ class PosixFiles(Files):
             return spelled if spelled.startswith("/") else path
         return self.final_path(path) or path
 
+    def sync_directory(self, path: str) -> None:
+        directory = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+
     def make_blocking(self, fd: int) -> None:
         flags = fcntl.fcntl(fd, fcntl.F_GETFL)
         fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)

@@ -80,10 +80,10 @@ def refusal(path: str) -> str | None:
             return f"{name!r} names an alternate data stream (a second content under one file name)"
         if _FORBIDDEN.search(name):
             return f"{name!r} holds characters Windows does not allow in names"
-        if name[-1] in ". ":
-            return f"{name!r} ends in a dot or space, which Windows strips (it would name another file)"
         if name.split(".")[0].rstrip(" ").upper() in RESERVED_NAMES:
             return f"{name!r} is a Windows device name, not a file"
+        if name[-1] in ". ":
+            return f"{name!r} ends in a dot or space, which Windows strips (it would name another file)"
     return None
 
 

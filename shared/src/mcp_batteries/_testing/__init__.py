@@ -2,6 +2,6 @@
 
 Owns: `kit` (both eras in-process, stdio and HTTP subprocesses, notification waits) and
 `oauth_issuer` (a stand-in authorization server on loopback), `platforms` (each platform family
-in-process; a subprocess that sees a platform without POSIX's path facilities). May import:
-`_transport`, `_core`, `_platform`, `errors`. Used only by tests and benchmarks.
+in-process; a subprocess that sees a platform without POSIX's path facilities).
+May import: `_transport`, `_core`, `_platform`, `errors`. Used only by tests and benchmarks.
 """
