@@ -373,3 +373,25 @@ def test_open_path_for_read_takes_the_short_way_only_when_it_is_exact(
         open_path_for_read("missing.txt", allowed)
     with pytest.raises(InvalidInput, match="directory"):
         open_path_for_read("sub", allowed)
+
+
+@pytest.mark.usefixtures("each_platform_family")
+def test_an_allowed_directory_reached_through_a_system_link_works_in_both_spellings(tmp_path: Path) -> None:
+    # macOS: /var and /tmp are links to /private/var and /private/tmp, and clients send either form.
+    real = tmp_path / "private" / "var" / "folders" / "project"
+    real.mkdir(parents=True)
+    (real / "notes.txt").write_text("notes\n")
+    (tmp_path / "var").symlink_to(tmp_path / "private" / "var")
+    allowed = AllowedDirectories([tmp_path / "var" / "folders" / "project"])
+    assert allowed.roots == (real,)
+    for spelling in (tmp_path / "var" / "folders" / "project", real):
+        assert resolve_path(str(spelling / "notes.txt"), allowed) == real / "notes.txt"
+        fd, opened = open_path_for_read(str(spelling / "notes.txt"), allowed)
+        os.close(fd)
+        assert opened == real / "notes.txt"
+        assert (
+            resolve_path(str(spelling / "new" / "file.txt"), allowed, must_exist=False)
+            == real / "new" / "file.txt"
+        )
+    with pytest.raises(AccessDenied):
+        resolve_path(str(tmp_path / "var" / "folders" / "project-evil"), allowed, must_exist=False)
