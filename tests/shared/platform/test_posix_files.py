@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+from mcp_batteries._platform import posix_files
 from mcp_batteries._platform.posix_files import LINUX, PosixFiles
 
 
@@ -35,3 +37,16 @@ def test_a_directorys_canonical_spelling_is_its_real_path_on_linux(tmp_path: Pat
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to("real")
     assert PosixFiles().canonical_directory(str(tmp_path / "link")) == str(tmp_path / "real")
+
+
+def test_a_rename_that_must_not_replace_does_not_without_renameat2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(posix_files, "_renameat2", None)  # the macOS / old-kernel fallback
+    (tmp_path / "a.txt").write_text("A")
+    (tmp_path / "b.txt").write_text("B")
+    with PosixFiles().open_root(str(tmp_path)) as directory:
+        with pytest.raises(FileExistsError):
+            directory.rename_noreplace("a.txt", directory, "b.txt")
+        directory.rename_noreplace("a.txt", directory, "c.txt")
+    assert (tmp_path / "b.txt").read_text() == "B" and (tmp_path / "c.txt").read_text() == "A"
