@@ -1,4 +1,5 @@
-"""Root test configuration: anyio runs async tests on asyncio, and no test can reach the real HOME.
+"""Root test configuration: anyio runs async tests on asyncio, no test can reach the real HOME, and
+`each_platform_family` runs a test on each platform family.
 
 Every test run gets its own home directory (a temporary directory removed at the end): HOME,
 the XDG base directories and GNUPGHOME point into it for the whole session, before any test
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from mcp_batteries._safety.redact import KNOWN
+from mcp_batteries.testing import PLATFORM_FAMILIES, forced_platform_family
 
 #: Where the session's home directory is, for tests that check the isolation itself.
 SESSION_HOME_ENV = "MCP_BATTERIES_TEST_HOME"
@@ -89,3 +91,11 @@ def forget_known_secrets() -> Iterator[None]:
     yield
     KNOWN.clear()
     KNOWN.add(kept)
+
+
+@pytest.fixture(params=PLATFORM_FAMILIES)
+def each_platform_family(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Runs the test once on each platform family this machine can run (`posix`: descriptor-
+    relative opens; `portable`: what Windows has), switched in-process."""
+    with forced_platform_family(request.param):
+        yield request.param

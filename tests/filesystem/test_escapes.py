@@ -20,6 +20,10 @@ from mcp_filesystem.reading import read_multiple_files, read_text_file
 from mcp_filesystem.tools import Job
 from mcp_filesystem.writing import delete_path, move_file, write_file
 
+# Every escape, on each platform family: `posix` (descriptor-relative opens, Linux and macOS) and
+# `portable` (what Windows has: resolve with the OS, then prove by identity), forced on Linux.
+pytestmark = pytest.mark.usefixtures("each_platform_family")
+
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:

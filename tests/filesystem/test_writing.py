@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from mcp_batteries.errors import AccessDenied, InvalidInput, NotFound
 from mcp_batteries.safety import AllowedDirectories
-from mcp_filesystem import writing
 from mcp_filesystem.writing import (
     TEMP_PREFIX,
     copy_file,
@@ -138,18 +137,6 @@ def test_move_refuses_an_existing_destination(allowed: AllowedDirectories, root:
     with pytest.raises(InvalidInput, match="already exists"):
         move_file(allowed, "a.txt", "b.txt")
     assert (root / "b.txt").read_text() == "B"
-
-
-def test_move_refuses_existing_destination_without_renameat2(
-    allowed: AllowedDirectories, root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(writing, "_renameat2", None)  # the macOS / old-kernel fallback
-    (root / "a.txt").write_text("A")
-    (root / "b.txt").write_text("B")
-    with pytest.raises(InvalidInput, match="already exists"):
-        move_file(allowed, "a.txt", "b.txt")
-    move_file(allowed, "a.txt", "c.txt")
-    assert (root / "c.txt").read_text() == "A"
 
 
 def test_move_a_directory_into_itself_is_refused(allowed: AllowedDirectories, root: Path) -> None:

@@ -126,6 +126,7 @@ async def test_a_branch_named_like_an_option_is_refused(project: Path, era: Era)
 
 
 @pytest.mark.parametrize("era", ERAS)
+@pytest.mark.usefixtures("each_platform_family")  # containment on both platform families
 async def test_paths_cannot_escape_the_repository(
     project: Path, tmp_path: Path, era: Era, git_cli: Any
 ) -> None:
@@ -162,6 +163,7 @@ async def test_paths_cannot_escape_the_repository(
 
 
 @pytest.mark.parametrize("era", ERAS)
+@pytest.mark.usefixtures("each_platform_family")  # containment on both platform families
 async def test_git_init_only_inside_the_allowed_directories(project: Path, tmp_path: Path, era: Era) -> None:
     (tmp_path / "elsewhere").mkdir()
     os.symlink(tmp_path / "elsewhere", tmp_path / "work" / "jump")
@@ -184,6 +186,7 @@ async def test_git_init_only_inside_the_allowed_directories(project: Path, tmp_p
 
 
 @pytest.mark.parametrize("era", ERAS)
+@pytest.mark.usefixtures("each_platform_family")  # containment on both platform families
 async def test_only_the_configured_repositories_are_used(
     project: Path, tmp_path: Path, era: Era, new_repository: Any
 ) -> None:
@@ -207,6 +210,7 @@ async def test_only_the_configured_repositories_are_used(
 
 
 @pytest.mark.parametrize("era", ERAS)
+@pytest.mark.usefixtures("each_platform_family")  # containment on both platform families
 async def test_remote_urls_that_run_programs_or_leave_the_allowed_areas_are_refused(
     project: Path, tmp_path: Path, era: Era, git_cli: Any
 ) -> None:

@@ -76,6 +76,7 @@ def repo(tmp_path: Path, new_repository: Any) -> Any:
 @pytest.mark.parametrize(
     "path", ["../outside/secret.txt", "/etc/passwd", "link/secret.txt", "link", "sub/../../outside/x"]
 )
+@pytest.mark.usefixtures("each_platform_family")  # containment on both platform families
 def test_worktree_paths_cannot_leave_the_repository(repo: Any, path: str) -> None:
     if path == "link":  # the link itself is inside: staging a symlink stores the link
         assert worktree_path(repo, path) == "link"
@@ -84,11 +85,13 @@ def test_worktree_paths_cannot_leave_the_repository(repo: Any, path: str) -> Non
         worktree_path(repo, path)
 
 
+@pytest.mark.usefixtures("each_platform_family")  # containment on both platform families
 def test_worktree_paths_cannot_reach_into_dot_git(repo: Any) -> None:
     with pytest.raises(AccessDenied, match=r"\.git"):
         worktree_path(repo, ".git/config")
 
 
+@pytest.mark.usefixtures("each_platform_family")  # containment on both platform families
 def test_worktree_paths_accept_absolute_inside_quoted_forms_and_dashes(repo: Any) -> None:
     assert worktree_path(repo, str(repo.worktree / "README.md")) == "README.md"
     assert worktree_path(repo, '"bad\\377.txt"') == os.fsdecode(b"bad\xff.txt")
@@ -117,6 +120,7 @@ def test_tree_paths_stay_inside(path: str) -> None:
         "../outside",
     ],
 )
+@pytest.mark.usefixtures("each_platform_family")  # containment on both platform families
 def test_remote_urls_that_run_programs_or_leave_the_allowed_areas_are_refused(
     tmp_path: Path, url: str
 ) -> None:
@@ -133,6 +137,7 @@ def test_network_remote_urls_are_allowed(tmp_path: Path, url: str) -> None:
     check_remote_url(url, [tmp_path], tmp_path)
 
 
+@pytest.mark.usefixtures("each_platform_family")  # containment on both platform families
 def test_local_remotes_inside_the_allowed_areas_are_allowed(tmp_path: Path) -> None:
     (tmp_path / "origin.git").mkdir()
     check_remote_url(str(tmp_path / "origin.git"), [tmp_path], tmp_path)

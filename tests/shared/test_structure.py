@@ -21,7 +21,7 @@ SERVERS = sorted((REPO / "servers").glob("*/src/mcp_*"))
 TEMPLATES = RUNTIME / "_bundle" / "templates"
 
 #: What a server package (and the scaffold's templates) may import from the runtime.
-PUBLIC = {"definition", "server", "errors", "live", "safety", "work"}
+PUBLIC = {"definition", "server", "errors", "live", "safety", "work", "platform"}
 #: What tests of a server may import besides: the test kit.
 PUBLIC_FOR_TESTS = PUBLIC | {"testing"}
 #: Public modules that are real code, not re-exports of rooms; rooms may import them.

@@ -2,8 +2,10 @@
 
     from mcp_batteries.safety import AllowedDirectories, resolve_path, open_for_read, quote_name
 
-- paths: the one containment function (`resolve_path` / `AllowedDirectories`) and race-free open
-  primitives that re-check at use time (no symlink leads outside an allowed directory);
+- paths: the one containment function (`resolve_path` / `AllowedDirectories`) and open primitives
+  that re-check at use time (no symlink leads outside an allowed directory): `open_for_read` for a
+  file, `open_directory` / `open_parent` for a `Directory` whose entries are acted on by name
+  (stat, create, rename, unlink, list) without any lookup above the name being redirectable;
 - workdir: whether the current directory is too wide to serve by default (`/`, HOME, ...);
 - redact: the one redaction of secrets in URLs, connection strings and free text;
 - names: the one reversible form for names that are not clean text (git-style quoting), and
@@ -15,12 +17,16 @@ from mcp_batteries._safety.paths import (
     NAME_MAX,
     PATH_MAX,
     AllowedDirectories,
+    Directory,
     display_path,
     file_uri_to_path,
-    open_dir_fd,
+    is_link_like,
+    open_directory,
     open_for_read,
-    open_parent_dir,
+    open_parent,
     open_path_for_read,
+    reopen_directory,
+    reopen_file,
     resolve_path,
     stat_within,
     symlink_target_within,
@@ -33,18 +39,22 @@ __all__ = [
     "NAME_MAX",
     "PATH_MAX",
     "AllowedDirectories",
+    "Directory",
     "current_directory_scope",
     "display_path",
     "file_uri_to_path",
+    "is_link_like",
     "is_plain",
-    "open_dir_fd",
+    "open_directory",
     "open_for_read",
-    "open_parent_dir",
+    "open_parent",
     "open_path_for_read",
     "quote_name",
     "quote_path",
     "redact_text",
     "redact_url",
+    "reopen_directory",
+    "reopen_file",
     "resolve_path",
     "scrub",
     "stat_within",

@@ -7,7 +7,10 @@
 - `http_server(script, *args)`: the same over HTTP on a free loopback port, yielding the URL;
 - `Notifications`: collect notifications and wait for one, with a timeout (no sleeps);
 - `parse_settings(SettingsClass, argv)`: a server's command line, parsed as its console script does;
-- `TestIssuer`: a stand-in OAuth authorization server on loopback that mints access tokens.
+- `TestIssuer`: a stand-in OAuth authorization server on loopback that mints access tokens;
+- `PLATFORM_FAMILIES`, `forced_platform_family`: run a test on each platform family in-process;
+  `without_posix_facilities`: a subprocess environment that sees a platform without
+  descriptor-relative opens, `fcntl` or `/proc` (as Windows does).
 """
 
 from mcp_batteries._core.cli import parse_settings
@@ -31,11 +34,19 @@ from mcp_batteries._testing.kit import (
     write_private,
 )
 from mcp_batteries._testing.oauth_issuer import AUDIENCE, KeyKind, TestIssuer, b64url
+from mcp_batteries._testing.platforms import (
+    HIDDEN_MARKER,
+    PLATFORM_FAMILIES,
+    forced_platform_family,
+    without_posix_facilities,
+)
 
 __all__ = [
     "AUDIENCE",
     "ERAS",
+    "HIDDEN_MARKER",
     "MCP_POST_HEADERS",
+    "PLATFORM_FAMILIES",
     "RAW_INITIALIZE",
     "TIMEOUT_S",
     "Era",
@@ -47,6 +58,7 @@ __all__ = [
     "client_mode",
     "connect",
     "connect_http",
+    "forced_platform_family",
     "http_server",
     "legacy_subscribe",
     "legacy_unsubscribe",
@@ -55,4 +67,5 @@ __all__ = [
     "serve_http_in_process",
     "stdio_params",
     "write_private",
+    "without_posix_facilities",
 ]

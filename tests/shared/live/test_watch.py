@@ -265,3 +265,20 @@ def test_a_tree_is_judged_by_its_directories_and_links_are_not_followed(tmp_path
     (tmp_path / "loop").symlink_to(tmp_path, target_is_directory=True)
     assert has_more_directories(tmp_path, 3)  # a, a/b, a/c, d
     assert not has_more_directories(tmp_path, 4)
+
+
+def test_paths_reported_in_a_roots_canonical_spelling_map_back_to_the_root_as_given(tmp_path: Path) -> None:
+    # FSEvents (macOS) reports /private/var/... for a root watched as /var/...: the watch service
+    # maps the canonical spelling back, so targets registered in the given spelling still match.
+    from mcp_batteries._live.watch import as_given, canonical_aliases
+
+    (tmp_path / "private" / "var").mkdir(parents=True)
+    (tmp_path / "var").symlink_to(tmp_path / "private" / "var")
+    given = tmp_path / "var"
+    aliases = canonical_aliases(frozenset({given, tmp_path / "private"}))
+    assert aliases == {str(tmp_path / "private" / "var"): str(given)}
+    real = str(tmp_path / "private" / "var")
+    assert as_given(real + "/folders/x.txt", aliases) == str(given / "folders" / "x.txt")
+    assert as_given(real, aliases) == str(given)
+    assert as_given(real + "-other/x", aliases) == real + "-other/x"  # not inside: as reported
+    assert as_given("/elsewhere/x", aliases) == "/elsewhere/x"

@@ -14,9 +14,9 @@ from mcp_batteries._safety.paths import (
     AllowedDirectories,
     display_path,
     file_uri_to_path,
-    open_dir_fd,
+    open_directory,
     open_for_read,
-    open_parent_dir,
+    open_parent,
     open_path_for_read,
     resolve_path,
     stat_within,
@@ -284,34 +284,31 @@ def test_socket_is_refused(allowed: AllowedDirectories, root: Path, tmp_path: Pa
             open_for_read(resolve_path("s.sock", allowed), allowed)
 
 
-def test_open_dir_fd_create_makes_missing_components(allowed: AllowedDirectories, root: Path) -> None:
-    fd = open_dir_fd(resolve_path("a/b/c", allowed, must_exist=False), allowed, create=True)
-    os.close(fd)
+def test_open_directory_create_makes_missing_components(allowed: AllowedDirectories, root: Path) -> None:
+    open_directory(resolve_path("a/b/c", allowed, must_exist=False), allowed, create=True).close()
     assert (root / "a" / "b" / "c").is_dir()
 
 
-def test_open_dir_fd_create_refuses_symlinked_component(
+def test_open_directory_create_refuses_symlinked_component(
     allowed: AllowedDirectories, root: Path, outside: Path
 ) -> None:
     real = resolve_path("a/b", allowed, must_exist=False)
     (root / "a").symlink_to(outside)  # swapped in after the check
     with pytest.raises(AccessDenied):
-        open_dir_fd(real, allowed, create=True)
+        open_directory(real, allowed, create=True)
     assert not (outside / "b").exists()
 
 
-def test_open_parent_dir_gives_fd_and_name(allowed: AllowedDirectories, root: Path) -> None:
-    fd, name = open_parent_dir(resolve_path("sub/new.txt", allowed, must_exist=False), allowed)
-    try:
+def test_open_parent_gives_the_directory_and_name(allowed: AllowedDirectories, root: Path) -> None:
+    directory, name = open_parent(resolve_path("sub/new.txt", allowed, must_exist=False), allowed)
+    with directory, directory.scandir() as entries:
         assert name == "new.txt"
-        assert os.listdir(fd) == ["inner.txt"]
-    finally:
-        os.close(fd)
+        assert [entry.name for entry in entries] == ["inner.txt"]
 
 
-def test_open_parent_dir_of_a_root_is_refused(allowed: AllowedDirectories, root: Path) -> None:
+def test_open_parent_of_a_root_is_refused(allowed: AllowedDirectories, root: Path) -> None:
     with pytest.raises(AccessDenied):
-        open_parent_dir(root, allowed)
+        open_parent(root, allowed)
 
 
 def test_stat_within_does_not_follow_symlinks_out(
@@ -378,20 +375,23 @@ def test_open_path_for_read_takes_the_short_way_only_when_it_is_exact(
         open_path_for_read("sub", allowed)
 
 
-def test_the_kernels_realpath_agrees_with_os_path_realpath(root: Path, tmp_path: Path) -> None:
-    from mcp_batteries._safety.paths import _kernel_realpath
-
-    (root / "chain1").symlink_to("chain2")
-    (root / "chain2").symlink_to("sub")
-    (root / "up").symlink_to("sub/..")
-    (root / os.fsdecode(b"odd\xff\nname")).write_text("x")
-    for given in [
-        root / "file.txt",
-        root / "chain1" / "inner.txt",
-        root / "chain1" / ".." / "file.txt",  # `..` after a symlink: the kernel's rule
-        root / "up" / "file.txt",
-        root / "sub",
-        root / os.fsdecode(b"odd\xff\nname"),
-    ]:
-        assert _kernel_realpath(str(given)) == os.path.realpath(given), given
-    assert _kernel_realpath(str(root / "missing" / "x")) is None  # left to os.path.realpath
+@pytest.mark.usefixtures("each_platform_family")
+def test_an_allowed_directory_reached_through_a_system_link_works_in_both_spellings(tmp_path: Path) -> None:
+    # macOS: /var and /tmp are links to /private/var and /private/tmp, and clients send either form.
+    real = tmp_path / "private" / "var" / "folders" / "project"
+    real.mkdir(parents=True)
+    (real / "notes.txt").write_text("notes\n")
+    (tmp_path / "var").symlink_to(tmp_path / "private" / "var")
+    allowed = AllowedDirectories([tmp_path / "var" / "folders" / "project"])
+    assert allowed.roots == (real,)
+    for spelling in (tmp_path / "var" / "folders" / "project", real):
+        assert resolve_path(str(spelling / "notes.txt"), allowed) == real / "notes.txt"
+        fd, opened = open_path_for_read(str(spelling / "notes.txt"), allowed)
+        os.close(fd)
+        assert opened == real / "notes.txt"
+        assert (
+            resolve_path(str(spelling / "new" / "file.txt"), allowed, must_exist=False)
+            == real / "new" / "file.txt"
+        )
+    with pytest.raises(AccessDenied):
+        resolve_path(str(tmp_path / "var" / "folders" / "project-evil"), allowed, must_exist=False)

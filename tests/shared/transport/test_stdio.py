@@ -1,5 +1,6 @@
 """The stdio transport: every line answered or dispatched, framing in linear time, prompt and
-bounded shutdown."""
+bounded shutdown; on each platform family (the portable one reads stdin in a daemon thread, writes
+from worker threads and hears signals through plain handlers, as on Windows)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp.types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
+from mcp_batteries._platform import family
 from mcp_batteries._transport.stdio import (
     SHUTTING_DOWN,
     STDIO_EXIT_BOUND_S,
@@ -26,7 +28,7 @@ from mcp_batteries._transport.stdio import (
 
 from ..hostile_server import HostileSettings, build_server
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("each_platform_family")]
 
 HOSTILE = Path(__file__).parents[1] / "hostile_server.py"
 INIT = {
@@ -212,7 +214,11 @@ async def test_a_modern_client_leaving_with_a_listen_stream_open_ends_the_transp
 
 def start_hostile() -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
-        [sys.executable, str(HOSTILE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, str(HOSTILE)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, family.ENVIRONMENT_VARIABLE: family.active()},
     )
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write(line(INIT) + line(INITIALIZED))

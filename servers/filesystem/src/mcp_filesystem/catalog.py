@@ -25,7 +25,7 @@ from mcp_batteries.safety import (
     display_path,
     file_uri_to_path,
     is_plain,
-    open_dir_fd,
+    open_directory,
     open_for_read,
     resolve_path,
 )
@@ -138,12 +138,12 @@ def complete_path(allowed: AllowedDirectories, partial: str) -> list[str]:
         return roots[:MAX_COMPLETIONS]  # nothing typed yet: offer the allowed directories themselves
     try:
         real_dir = resolve_path(directory, allowed)
-        fd = open_dir_fd(real_dir, allowed)
+        opened = open_directory(real_dir, allowed)
     except Exception:
         return roots[:MAX_COMPLETIONS]
     candidates: list[str] = []
     try:
-        with os.scandir(fd) as entries:
+        with opened.scandir() as entries:
             for entry in sorted(entries, key=lambda e: e.name):
                 if entry.name.startswith(prefix) and not is_temp_name(entry.name):
                     suffix = "/" if entry.is_dir(follow_symlinks=False) else ""
@@ -153,7 +153,7 @@ def complete_path(allowed: AllowedDirectories, partial: str) -> list[str]:
     except OSError:
         return []
     finally:
-        os.close(fd)
+        opened.close()
     return candidates
 
 

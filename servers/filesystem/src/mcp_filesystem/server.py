@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context
 from mcp.types import AudioContent, Completion, ImageContent, Resource, ResourceTemplateReference
 from mcp_batteries.live import LiveResources, RootsTracker
+from mcp_batteries.platform import weaker_guarantee
 from mcp_batteries.safety import AllowedDirectories, current_directory_scope
 from mcp_batteries.server import BatteriesServer
 from pydantic import BaseModel, Field
@@ -74,7 +75,8 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     server = BatteriesServer(
         settings,
         title="Filesystem",
-        instructions=INSTRUCTIONS,
+        # Where the portable platform family runs (Windows), say what it guarantees less.
+        instructions=" ".join(filter(None, [INSTRUCTIONS, weaker_guarantee()])),
         subscriptions=check_subscription,
     )
 

@@ -10,13 +10,14 @@ exact pattern, and only regular files, are ever removed.
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 import stat
 import time
 from contextlib import suppress
 from typing import Final
+
+from mcp_batteries.safety import Directory
 
 __all__ = ["STALE_AFTER_S", "TEMP_PREFIX", "is_temp_name", "new_temp_name", "remove_if_stale"]
 
@@ -34,14 +35,14 @@ def is_temp_name(name: str) -> bool:
     return name.startswith(TEMP_PREFIX) and _PATTERN.fullmatch(name) is not None
 
 
-def remove_if_stale(dir_fd: int, name: str, *, now: float | None = None) -> bool:
-    """Unlink our temporary file `name` in `dir_fd` if it is a regular file untouched for
+def remove_if_stale(directory: Directory, name: str, *, now: float | None = None) -> bool:
+    """Unlink our temporary file `name` in `directory` if it is a regular file untouched for
     `STALE_AFTER_S`; True if removed. Errors (gone already, no permission) are ignored."""
     if not is_temp_name(name):
         return False
     with suppress(OSError):
-        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        st = directory.lstat(name)
         if stat.S_ISREG(st.st_mode) and (now or time.time()) - st.st_mtime > STALE_AFTER_S:
-            os.unlink(name, dir_fd=dir_fd)
+            directory.unlink(name)
             return True
     return False

@@ -4,9 +4,10 @@ Safety rules, by construction rather than by a check done earlier:
 
 * Symlinks are never followed: entry types come from ``os.scandir`` without following, a
   symlink is reported as a symlink (with its target text) and never entered.
-* Nothing swapped in during the walk is followed either. Each directory is opened with
-  ``O_NOFOLLOW | O_DIRECTORY`` and must still be the directory that was listed (same device and
-  inode); a file is opened with ``O_NOFOLLOW`` and must be the file that was listed. A directory
+* Nothing swapped in during the walk is followed either. Each directory is opened without
+  following a link and must still be the directory that was listed (same device and inode); a
+  file is opened the same way and must be the file that was listed (``Files.reopen_directory`` /
+  ``reopen_file`` of the runtime's platform seam, through ``mcp_batteries.safety``). A directory
   or file that changed in between (for instance a parent replaced by a symlink to ``/etc``) is
   skipped and counted in ``changed``, so a walk can never list or read outside its root.
 * The walk stops at ``max_visited`` entries and checks its ``CancelToken`` before each directory,
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_batteries.errors import InvalidInput
-from mcp_batteries.safety import AllowedDirectories, open_dir_fd
+from mcp_batteries.safety import AllowedDirectories, Directory, open_directory, reopen_directory, reopen_file
 from mcp_batteries.work import NEVER, CancelToken
 
 from mcp_filesystem.patterns import ExcludeMatcher, IgnoreLayer, gitignored, parse_gitignore
@@ -36,10 +37,6 @@ PROGRESS_EVERY = 500
 MAX_GITIGNORE_BYTES = 1 << 20
 
 FILE, DIRECTORY, SYMLINK, OTHER = "file", "directory", "symlink", "other"
-
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | _CLOEXEC
 
 Identity = tuple[int, int]  # (st_dev, st_ino)
 
@@ -100,12 +97,9 @@ class Walker:
         skip_dir: Callable[[str], bool] | None = None,
     ) -> Walker:
         """A walker over ``root``, a path from ``resolve_path``: the root is opened component by
-        component from its allowed directory (``open_dir_fd``), so it is really inside."""
-        fd = open_dir_fd(root, allowed)
-        try:
-            st = os.fstat(fd)
-        finally:
-            os.close(fd)
+        component from its allowed directory (``open_directory``), so it is really inside."""
+        with open_directory(root, allowed) as directory:
+            st = directory.fstat()
         return cls(
             root=os.fspath(root),
             root_identity=(st.st_dev, st.st_ino),
@@ -121,19 +115,16 @@ class Walker:
     def root_entry(self) -> WalkEntry:
         return WalkEntry(self.root, "", os.path.basename(self.root), DIRECTORY, 0, self.root_identity)
 
-    def _open_dir(self, entry: WalkEntry) -> int | None:
+    def _open_dir(self, entry: WalkEntry) -> Directory | None:
         try:
-            fd = os.open(entry.path, _DIR_FLAGS)
+            directory = reopen_directory(entry.path, entry.identity) if entry.identity else None
         except OSError:
-            # Unreadable (permissions), vanished, or now a symlink (O_NOFOLLOW): skip, but count.
+            # Unreadable (permissions), vanished, or now a symlink (never followed): skip, but count.
             self.unreadable_dirs += 1
             return None
-        st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != entry.identity:
-            os.close(fd)  # a parent was swapped for a symlink since the listing: not ours to read
-            self.changed += 1
-            return None
-        return fd
+        if directory is None:
+            self.changed += 1  # a parent was swapped for a symlink since the listing: not ours to read
+        return directory
 
     def scan(self, directory: WalkEntry, layers: tuple[IgnoreLayer, ...] = ()) -> Scanned:
         """List one directory: excluded and git-ignored entries dropped, sorted by name.
@@ -144,27 +135,31 @@ class Walker:
         self.cancel.check()
         if self.hit_visit_limit:
             return Scanned([], layers)
-        fd = self._open_dir(directory)
-        if fd is None:
+        opened = self._open_dir(directory)
+        if opened is None:
             return Scanned([], layers)
         try:
             if self.respect_gitignore:
-                own = self._load_gitignore(fd, directory.rel)
+                own = self._load_gitignore(opened, directory.rel)
                 if own is not None:
                     layers = (*layers, own)
             try:
-                with os.scandir(fd) as it:
+                with opened.scandir() as it:
                     raw = list(it)
             except OSError:
                 self.unreadable_dirs += 1
                 return Scanned([], layers)
             raw.sort(key=lambda e: e.name)
-            return Scanned(self._entries(fd, directory, raw, layers), layers)
+            return Scanned(self._entries(opened, directory, raw, layers), layers)
         finally:
-            os.close(fd)
+            opened.close()
 
     def _entries(
-        self, fd: int, directory: WalkEntry, raw: list[os.DirEntry[str]], layers: tuple[IgnoreLayer, ...]
+        self,
+        opened: Directory,
+        directory: WalkEntry,
+        raw: list[os.DirEntry[str]],
+        layers: tuple[IgnoreLayer, ...],
     ) -> list[WalkEntry]:
         entries: list[WalkEntry] = []
         prefix = f"{directory.rel}/" if directory.rel else ""
@@ -183,7 +178,7 @@ class Walker:
             name = de.name
             if is_temp_name(name):
                 if self.tidy:
-                    remove_if_stale(fd, name)
+                    remove_if_stale(opened, name)
                 continue
             kind = _kind(de)
             is_dir = kind == DIRECTORY
@@ -208,14 +203,14 @@ class Walker:
             elif kind == FILE:
                 identity = (device, de.inode())
             elif kind == SYMLINK:
-                target = read_link(name, fd)
+                target = read_link(name, opened)
             entries.append(WalkEntry(base + name, entry_rel, name, kind, depth, identity, target))
         return entries
 
-    def _load_gitignore(self, dir_fd: int, base: str) -> IgnoreLayer | None:
+    def _load_gitignore(self, opened: Directory, base: str) -> IgnoreLayer | None:
         try:
             # A .gitignore that is a symlink is not read: reading through it could leave the tree.
-            fd = os.open(".gitignore", _FILE_FLAGS, dir_fd=dir_fd)
+            fd = opened.open_file(".gitignore")
         except OSError:
             return None
         try:
@@ -249,18 +244,11 @@ class Walker:
     def open_file(self, entry: WalkEntry) -> int | None:
         """A read fd on a listed regular file, only if it is still that file (else None)."""
         try:
-            fd = os.open(entry.path, _FILE_FLAGS)
+            fd = reopen_file(entry.path, entry.identity) if entry.identity else None
         except OSError:
-            return None
-        try:
-            st = os.fstat(fd)
-        except OSError:
-            os.close(fd)
-            return None
-        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != entry.identity:
-            os.close(fd)
+            return None  # unreadable or vanished
+        if fd is None:
             self.changed += 1
-            return None
         return fd
 
 
@@ -277,10 +265,10 @@ def _kind(de: os.DirEntry[str]) -> str:
     return OTHER
 
 
-def read_link(name: str, dir_fd: int | None = None) -> str:
+def read_link(name: str, directory: Directory) -> str:
     """The symlink's target text (not resolved: nothing is followed), or '?' if unreadable."""
     try:
-        return os.readlink(name, dir_fd=dir_fd)
+        return directory.readlink(name)
     except OSError:
         return "?"
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mcp_batteries.errors import InvalidInput
-from mcp_batteries.safety import AllowedDirectories, open_dir_fd, translate_os_error
+from mcp_batteries.safety import AllowedDirectories, Directory, open_directory, translate_os_error
 from mcp_batteries.work import NEVER, CancelToken
 
 from mcp_filesystem.access import quote_name, quote_path, resolve
@@ -91,29 +91,29 @@ def _read_directory(allowed: AllowedDirectories, path: str, *, tidy: bool) -> tu
     real = resolve(allowed, path)
     if not real.is_dir():
         raise InvalidInput(f"{quote_path(real)} is a file, not a directory; read it with read_text_file.")
-    fd = open_dir_fd(real, allowed)
+    directory = open_directory(real, allowed)
     try:
-        with os.scandir(fd) as it:
+        with directory.scandir() as it:
             raw = list(it)
         rows = []
         for de in raw:
             if is_temp_name(de.name):
                 if tidy:
-                    remove_if_stale(fd, de.name)
+                    remove_if_stale(directory, de.name)
                 continue
-            rows.append(_row(de, fd))
+            rows.append(_row(de, directory))
     except OSError as exc:
         raise translate_os_error(exc, real) from None
     finally:
-        os.close(fd)
+        directory.close()
     rows.sort(key=lambda r: (r[0].casefold(), r[0]))
     return real, [row for _, row in rows]
 
 
-def _row(de: os.DirEntry[str], dir_fd: int) -> tuple[str, _Row]:
+def _row(de: os.DirEntry[str], directory: Directory) -> tuple[str, _Row]:
     try:
         if de.is_symlink():
-            return de.name, _Row("[LINK]", quote_name(de.name), 0, quote_path(read_link(de.name, dir_fd)))
+            return de.name, _Row("[LINK]", quote_name(de.name), 0, quote_path(read_link(de.name, directory)))
         if de.is_dir(follow_symlinks=False):
             return de.name, _Row("[DIR]", quote_name(de.name), 0, "")
         size = de.stat(follow_symlinks=False).st_size

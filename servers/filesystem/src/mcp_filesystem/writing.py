@@ -1,8 +1,9 @@
 """write_file (atomic), create_directory, move_file, copy_file, delete_path.
 
-Every mutation happens relative to a directory fd obtained by `open_parent_dir` /
-`open_dir_fd` (component-wise O_NOFOLLOW from the allowed root), so no path lookup above the
-final name can be redirected by a symlink swapped in after `resolve_path` checked it.
+Every mutation happens on a name in a `Directory` obtained by `open_parent` / `open_directory`
+(opened component by component from the allowed root without following a link), so no path
+lookup above the final name can be redirected by a symlink swapped in after `resolve_path`
+checked it (on POSIX; Windows has the weaker guarantee of docs/platforms.md).
 
 Decisions (documented for tool descriptions):
 
@@ -17,11 +18,9 @@ Decisions (documented for tool descriptions):
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import functools
 import os
-import shutil
 import stat
 from collections.abc import Callable
 from contextlib import suppress
@@ -29,12 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_batteries.errors import AccessDenied, BatteriesError, InvalidInput, UpstreamError
+from mcp_batteries.platform import keep_owner_and_mode
 from mcp_batteries.safety import (
     AllowedDirectories,
+    Directory,
     display_path,
-    open_dir_fd,
+    is_link_like,
+    open_directory,
     open_for_read,
-    open_parent_dir,
+    open_parent,
     translate_os_error,
     unquote_path,
 )
@@ -58,10 +60,6 @@ __all__ = [
     "write_file_reply",
 ]
 
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
-_SRC_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | _CLOEXEC
-_TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
 _CHUNK = 1024 * 1024
 
 
@@ -77,10 +75,10 @@ def _refuse_if_holds_root(real: Path, allowed: AllowedDirectories, shown: str) -
         )
 
 
-def _existing_regular(dir_fd: int, name: str, shown: str) -> os.stat_result | None:
+def _existing_regular(directory: Directory, name: str, shown: str) -> os.stat_result | None:
     """Stat of the existing file at `name`, None if absent; refuses non-regular targets."""
     try:
-        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        st = directory.lstat(name)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -104,36 +102,37 @@ def _write_all(fd: int, data: bytes | memoryview) -> int:
 
 
 def _replace_atomically(
-    dir_fd: int, name: str, shown: str, fill: Callable[[int], int], like: os.stat_result | None, new_mode: int
+    directory: Directory,
+    name: str,
+    shown: str,
+    fill: Callable[[int], int],
+    like: os.stat_result | None,
+    new_mode: int,
 ) -> int:
     """Write via `fill(fd)` into a fresh temp file beside `name`, fsync, rename over `name`.
     An existing file's permission bits (and owner, when we may) are carried over; a new file
     gets `new_mode` minus the umask."""
     tmp = new_temp_name()  # recognisable: hidden from listings, swept when stale (tempfiles)
     try:
-        fd = os.open(tmp, _TMP_FLAGS, 0o600 if like is not None else new_mode, dir_fd=dir_fd)
+        fd = directory.create_file(tmp, 0o600 if like is not None else new_mode)
     except OSError as exc:
         raise translate_os_error(exc, shown) from None
     try:
         try:
             written = fill(fd)
             if like is not None:
-                if (like.st_uid, like.st_gid) != (os.getuid(), os.getgid()):
-                    with suppress(OSError):  # only possible with privileges; not worth failing
-                        os.fchown(fd, like.st_uid, like.st_gid)
-                os.fchmod(fd, stat.S_IMODE(like.st_mode))  # after chown, which clears setuid
+                keep_owner_and_mode(fd, like)
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        directory.replace(tmp, directory, name)
     except BaseException as exc:
         with suppress(OSError):
-            os.unlink(tmp, dir_fd=dir_fd)
+            directory.unlink(tmp)
         if isinstance(exc, OSError):
             raise translate_os_error(exc, shown) from None
         raise
-    with suppress(OSError):  # make the rename durable; some file systems refuse fsync on dirs
-        os.fsync(dir_fd)
+    directory.sync()  # make the rename durable where the OS can
     return written
 
 
@@ -162,57 +161,21 @@ def write_file(
         data = bytes(content)
     real = resolve(allowed, path, must_exist=False, allow_root_itself=False)
     shown = display_path(real)
-    dir_fd, name = open_parent_dir(real, allowed)
-    try:
-        like = _existing_regular(dir_fd, name, shown)
-        return _replace_atomically(dir_fd, name, shown, lambda fd: _write_all(fd, data), like, 0o666)
-    finally:
-        os.close(dir_fd)
+    parent, name = open_parent(real, allowed)
+    with parent:
+        like = _existing_regular(parent, name, shown)
+        return _replace_atomically(parent, name, shown, lambda fd: _write_all(fd, data), like, 0o666)
 
 
 def create_directory(allowed: AllowedDirectories, path: str) -> Path:
-    """mkdir -p inside the allowed directories; every component is created or opened with
-    O_NOFOLLOW relative to its parent. Succeeds if the directory already exists."""
+    """mkdir -p inside the allowed directories; every component is created or opened in its
+    parent without following a link. Succeeds if the directory already exists."""
     real = resolve(allowed, path, must_exist=False)
-    os.close(open_dir_fd(real, allowed, create=True))
+    open_directory(real, allowed, create=True).close()
     return real
 
 
 # --- move --------------------------------------------------------------------------------------
-
-_RENAME_NOREPLACE = 1
-
-
-def _load_renameat2() -> Callable[..., int] | None:
-    try:
-        func = ctypes.CDLL(None, use_errno=True).renameat2
-    except (AttributeError, OSError):  # not glibc/musl with renameat2 (e.g. macOS)
-        return None
-    func.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    func.restype = ctypes.c_int
-    return func
-
-
-_renameat2 = _load_renameat2()
-
-
-def _rename_noreplace(src_fd: int, src: str, dst_fd: int, dst: str) -> None:
-    """Rename that fails with FileExistsError instead of replacing: atomic via renameat2 where
-    available, else check-then-rename (a narrow race that can only clobber in-tree files)."""
-    if _renameat2 is not None:
-        if _renameat2(src_fd, os.fsencode(src), dst_fd, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
-            return
-        err = ctypes.get_errno()
-        # EINVAL may mean "file system lacks NOREPLACE" (or a dir into itself: the plain rename
-        # below reports that again); ENOSYS: old kernel.
-        if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-            raise OSError(err, os.strerror(err), dst)
-    try:
-        os.stat(dst, dir_fd=dst_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        os.rename(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
-        return
-    raise FileExistsError(errno.EEXIST, "File exists", dst)
 
 
 def move_file(allowed: AllowedDirectories, source: str, destination: str) -> Path:
@@ -227,12 +190,12 @@ def move_file(allowed: AllowedDirectories, source: str, destination: str) -> Pat
     if _within(dst, src):
         raise InvalidInput(f"cannot move {shown_src} into itself ({shown_dst})")
     _refuse_if_holds_root(src, allowed, shown_src)
-    src_fd, src_name = open_parent_dir(src, allowed)
-    try:
-        dst_fd, dst_name = open_parent_dir(dst, allowed)
-        try:
+    src_dir, src_name = open_parent(src, allowed)
+    with src_dir:
+        dst_dir, dst_name = open_parent(dst, allowed)
+        with dst_dir:
             try:
-                _rename_noreplace(src_fd, src_name, dst_fd, dst_name)
+                src_dir.rename_noreplace(src_name, dst_dir, dst_name)
             except FileExistsError:
                 raise InvalidInput(
                     f"destination {shown_dst} already exists; move_file never overwrites"
@@ -240,19 +203,15 @@ def move_file(allowed: AllowedDirectories, source: str, destination: str) -> Pat
             except OSError as exc:
                 if exc.errno != errno.EXDEV:
                     raise translate_os_error(exc, shown_src) from None
-                _move_across_devices(src_fd, src_name, dst_fd, dst_name, shown_src, shown_dst)
-        finally:
-            os.close(dst_fd)
-    finally:
-        os.close(src_fd)
+                _move_across_devices(src_dir, src_name, dst_dir, dst_name, shown_src, shown_dst)
     return dst
 
 
 def _move_across_devices(
-    src_fd: int, src_name: str, dst_fd: int, dst_name: str, shown: str, shown_dst: str
+    src_dir: Directory, src_name: str, dst_dir: Directory, dst_name: str, shown: str, shown_dst: str
 ) -> None:
     try:
-        st = os.stat(src_name, dir_fd=src_fd, follow_symlinks=False)
+        st = src_dir.lstat(src_name)
     except OSError as exc:
         raise translate_os_error(exc, shown) from None
     if not stat.S_ISREG(st.st_mode):
@@ -261,27 +220,27 @@ def _move_across_devices(
             "file systems (use copy_file with recursive=True, then delete_path)"
         )
     try:
-        exists = _existing_or_none(dst_fd, dst_name) is not None
+        exists = _existing_or_none(dst_dir, dst_name) is not None
     except OSError as exc:
         raise translate_os_error(exc, shown_dst) from None
     if exists:
         raise InvalidInput(f"destination {shown_dst} already exists; move_file never overwrites")
-    fd = _open_source_file(src_fd, src_name, shown)
+    fd = _open_source_file(src_dir, src_name, shown)
     try:
         _replace_atomically(
-            dst_fd, dst_name, shown_dst, functools.partial(_copy_fd, fd), None, stat.S_IMODE(st.st_mode)
+            dst_dir, dst_name, shown_dst, functools.partial(_copy_fd, fd), None, stat.S_IMODE(st.st_mode)
         )
     finally:
         os.close(fd)
     try:
-        os.unlink(src_name, dir_fd=src_fd)
+        src_dir.unlink(src_name)
     except OSError as exc:
         raise translate_os_error(exc, shown) from None
 
 
-def _existing_or_none(dir_fd: int, name: str) -> os.stat_result | None:
+def _existing_or_none(directory: Directory, name: str) -> os.stat_result | None:
     try:
-        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        return directory.lstat(name)
     except FileNotFoundError:
         return None
 
@@ -304,9 +263,9 @@ def _copy_fd(src: int, dst: int) -> int:
     return total
 
 
-def _open_source_file(dir_fd: int, name: str, shown: str) -> int:
+def _open_source_file(directory: Directory, name: str, shown: str) -> int:
     try:
-        fd = os.open(name, _SRC_FLAGS, dir_fd=dir_fd)
+        fd = directory.open_file(name)
     except OSError as exc:
         raise translate_os_error(exc, shown) from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -338,56 +297,47 @@ def copy_file(
             raise InvalidInput(f"{shown_src} is a directory; pass recursive=True to copy a directory tree")
         if _within(dst, src):
             raise InvalidInput(f"cannot copy {shown_src} into itself ({shown_dst})")
-        src_fd = open_dir_fd(src, allowed)
-        try:
-            parent_fd, name = open_parent_dir(dst, allowed)
-            try:
-                existing = _existing_or_none(parent_fd, name)
-                if existing is not None and not overwrite:
-                    raise InvalidInput(
-                        f"destination {shown_dst} already exists; pass overwrite=True to merge into it"
-                    )
-                if existing is None:
-                    os.mkdir(name, stat.S_IMODE(src_st.st_mode) | 0o700, dir_fd=parent_fd)
-                    result.directories += 1
-                dst_fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
-            except OSError as exc:
-                raise translate_os_error(exc, shown_dst) from None
-            finally:
-                os.close(parent_fd)
-            try:
-                _copy_tree(src_fd, dst_fd, "", shown_dst, overwrite, result)
-            finally:
-                os.close(dst_fd)
-        finally:
-            os.close(src_fd)
+        with open_directory(src, allowed) as src_dir:
+            parent, name = open_parent(dst, allowed)
+            with parent:
+                try:
+                    existing = _existing_or_none(parent, name)
+                    if existing is not None and not overwrite:
+                        raise InvalidInput(
+                            f"destination {shown_dst} already exists; pass overwrite=True to merge into it"
+                        )
+                    if existing is None:
+                        parent.mkdir(name, stat.S_IMODE(src_st.st_mode) | 0o700)
+                        result.directories += 1
+                    dst_dir = parent.open_dir(name)
+                except OSError as exc:
+                    raise translate_os_error(exc, shown_dst) from None
+            with dst_dir:
+                _copy_tree(src_dir, dst_dir, "", shown_dst, overwrite, result)
         return result
 
     fd = open_for_read(src, allowed)
     try:
-        parent_fd, name = open_parent_dir(dst, allowed)
-        try:
-            like = _existing_regular(parent_fd, name, shown_dst)
+        parent, name = open_parent(dst, allowed)
+        with parent:
+            like = _existing_regular(parent, name, shown_dst)
             if like is not None and not overwrite:
                 raise InvalidInput(
                     f"destination {shown_dst} already exists; pass overwrite=True to replace it"
                 )
             fill = functools.partial(_copy_fd, fd)
-            result.bytes = _replace_atomically(
-                parent_fd, name, shown_dst, fill, like, stat.S_IMODE(src_st.st_mode)
-            )
+            mode = stat.S_IMODE(src_st.st_mode)
+            result.bytes = _replace_atomically(parent, name, shown_dst, fill, like, mode)
             result.files = 1
-        finally:
-            os.close(parent_fd)
     finally:
         os.close(fd)
     return result
 
 
 def _copy_tree(
-    src_fd: int, dst_fd: int, rel: str, shown_dst: str, overwrite: bool, result: CopyResult
+    src_dir: Directory, dst_dir: Directory, rel: str, shown_dst: str, overwrite: bool, result: CopyResult
 ) -> None:
-    with os.scandir(src_fd) as it:
+    with src_dir.scandir() as it:
         names = sorted(entry.name for entry in it)
     for name in names:
         if is_temp_name(name):
@@ -395,33 +345,27 @@ def _copy_tree(
         rel_name = f"{rel}{name}"
         shown = f"{shown_dst}/{display_path(rel_name)}"
         try:
-            st = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
-            if stat.S_ISLNK(st.st_mode):
+            st = src_dir.lstat(name)
+            if is_link_like(st):  # a symbolic link (or, on Windows, a junction)
                 result.skipped.append(f"{display_path(rel_name)} (symlink)")
             elif stat.S_ISDIR(st.st_mode):
-                child_src = os.open(name, _DIR_FLAGS, dir_fd=src_fd)  # ENOTDIR if swapped to a link
-                try:
-                    existing = _existing_or_none(dst_fd, name)
+                with src_dir.open_dir(name) as child_src:  # ENOTDIR if swapped to a link
+                    existing = _existing_or_none(dst_dir, name)
                     if existing is None:
-                        os.mkdir(name, stat.S_IMODE(st.st_mode) | 0o700, dir_fd=dst_fd)
+                        dst_dir.mkdir(name, stat.S_IMODE(st.st_mode) | 0o700)
                         result.directories += 1
                     elif not overwrite:
                         raise InvalidInput(f"{shown} already exists")
-                    child_dst = os.open(name, _DIR_FLAGS, dir_fd=dst_fd)
-                    try:
+                    with dst_dir.open_dir(name) as child_dst:
                         _copy_tree(child_src, child_dst, f"{rel_name}/", shown_dst, overwrite, result)
-                    finally:
-                        os.close(child_dst)
-                finally:
-                    os.close(child_src)
             elif stat.S_ISREG(st.st_mode):
-                like = _existing_regular(dst_fd, name, shown)
+                like = _existing_regular(dst_dir, name, shown)
                 if like is not None and not overwrite:
                     raise InvalidInput(f"{shown} already exists")
-                fd = _open_source_file(src_fd, name, shown)
+                fd = _open_source_file(src_dir, name, shown)
                 try:
                     result.bytes += _replace_atomically(
-                        dst_fd,
+                        dst_dir,
                         name,
                         shown,
                         functools.partial(_copy_fd, fd),
@@ -446,19 +390,19 @@ def delete_path(allowed: AllowedDirectories, path: str, recursive: bool = False)
     Returns what was deleted: "file", "symlink", "directory" or "special file"."""
     real = resolve(allowed, path, follow_symlinks=False, allow_root_itself=False)
     shown = display_path(real)
-    dir_fd, name = open_parent_dir(real, allowed)
-    try:
+    parent, name = open_parent(real, allowed)
+    with parent:
         try:
-            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            if not stat.S_ISDIR(st.st_mode):
-                os.unlink(name, dir_fd=dir_fd)
-                if stat.S_ISLNK(st.st_mode):
+            st = parent.lstat(name)
+            if not stat.S_ISDIR(st.st_mode) or is_link_like(st):
+                parent.unlink(name)
+                if is_link_like(st):
                     return "symlink"
                 return "file" if stat.S_ISREG(st.st_mode) else "special file"
             _refuse_if_holds_root(real, allowed, shown)
             if not recursive:
                 try:
-                    os.rmdir(name, dir_fd=dir_fd)
+                    parent.rmdir(name)
                 except OSError as exc:
                     if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
                         raise InvalidInput(
@@ -479,14 +423,11 @@ def delete_path(allowed: AllowedDirectories, path: str, recursive: bool = False)
                 translate_os_error(exc, failed) if isinstance(exc, OSError) else UpstreamError(str(exc))
             )
 
-        # rmtree's fd-based implementation never follows symlinks inside the tree.
-        shutil.rmtree(name, onerror=on_error, dir_fd=dir_fd)
+        parent.rmtree(name, on_error)  # never follows a link inside the tree
         if failures:
             detail = "; ".join(str(f) for f in failures[:5])
             raise type(failures[0])(f"could not delete everything in {shown}: {detail}")
         return "directory"
-    finally:
-        os.close(dir_fd)
 
 
 # --- the tools' replies ------------------------------------------------------------------------

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import signal
 import subprocess
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -37,6 +36,8 @@ import anyio.lowlevel
 import anyio.to_thread
 from mcp_batteries.errors import AccessDenied, LimitExceeded, UpstreamError
 from mcp_batteries.safety import AllowedDirectories, quote_path
+from mcp_batteries.errors import LimitExceeded, UpstreamError
+from mcp_batteries.platform import kill_process_tree
 
 from mcp_git.authors import Identity, require_identity
 from mcp_git.containment import (
@@ -158,10 +159,7 @@ async def off_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
     # Each git runs in its own session (process group): its helpers (ssh, upload-pack) go too.
-    with contextlib.suppress(OSError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        process.kill()
+    kill_process_tree(process)
 
 
 @dataclass(frozen=True)

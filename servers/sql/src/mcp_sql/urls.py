@@ -24,6 +24,7 @@ from typing import Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from mcp_batteries.errors import ConfigError
+from mcp_batteries.platform import user_data_dir
 
 DEFAULT_NAME = "main"
 _NAME_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_\-]{0,62})=(.+)$", re.DOTALL)
@@ -41,9 +42,9 @@ class ParsedURL:
 
 
 def default_database_path() -> Path:
-    """The embedded default SQLite file used when no database is given on the command line."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "mcp-batteries" / "sql" / "default.db"
+    """The embedded default SQLite file used when no database is given on the command line (in the
+    user's data directory: `mcp_batteries.platform.user_data_dir`)."""
+    return user_data_dir("sql") / "default.db"
 
 
 def ensure_sqlite_file(path: Path) -> bool:

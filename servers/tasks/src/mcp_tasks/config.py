@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 from mcp_batteries.definition import ServerSettings
+from mcp_batteries.platform import user_data_dir
 from pydantic import Field, model_validator
 
 
 def default_database_path() -> Path:
     """The SQLite file used when neither --db nor --database-url is given (the user's data dir)."""
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "mcp-batteries" / "tasks" / "tasks.db"
+    return user_data_dir("tasks") / "tasks.db"
 
 
 class TasksSettings(ServerSettings):

@@ -31,6 +31,7 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
 from mcp_batteries._bundle.jsonc import JsoncDocument
+from mcp_batteries._platform import files
 from mcp_batteries.errors import ConfigError
 
 __all__ = ["ClientFile", "WriteResult", "open_file", "read_file", "write_file"]
@@ -249,12 +250,7 @@ def _atomic_write(path: Path, text: str, mode: int) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    if hasattr(os, "O_DIRECTORY"):  # the rename itself survives a crash once the directory is synced
-        directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+    files.current().sync_directory(str(path.parent))  # the rename itself survives a crash
 
 
 def write_file(path: Path, old_text: str | None, new_text: str, *, secret: bool) -> WriteResult:

@@ -22,6 +22,24 @@ How targets become OS watches:
 The watchers are `watchfiles`' Rust backend (`RustNotify`), driven directly rather than through
 `awatch`: its constructor returns once the OS watches exist, which is what lets `add` return
 only when a change made right after it cannot be missed (`awatch` gives no such signal).
+
+By platform (the backend picks the OS facility: inotify on Linux, FSEvents on macOS,
+ReadDirectoryChangesW on Windows):
+
+- FSEvents reports paths as the volume spells them: `/private/var/...` for a root watched as
+  `/var/...`, the stored case on a case-insensitive volume. Each watcher maps its roots' canonical
+  spelling (`_platform.files.canonical_directory`: realpath, then `F_GETPATH` on macOS) back to the
+  root as it was given (`_Watcher.aliases`), so targets match whatever the server registered.
+  Targets *below* a root are matched as registered: register them in the spelling the file system
+  uses (paths from listings or `resolve_path` are).
+- FSEvents coalesces: several changes to one path within its latency arrive as one event carrying
+  several kinds (created and removed, in an order that need not be the real one). Nothing here
+  trusts the kind for more than a hint: a root reported deleted is re-planned from what exists
+  now (`nearest_existing`), a directory reported added is looked at again, and every path that
+  matches a target is reported whatever its kind. A coalesced event can therefore cost a re-plan
+  or an extra notification, never a missed one.
+- A tree watch costs one inotify watch per directory on Linux only (`has_more_directories` guards
+  that budget everywhere; FSEvents and ReadDirectoryChangesW watch a tree with one handle).
 """
 
 from __future__ import annotations
@@ -40,6 +58,8 @@ import anyio.abc
 import anyio.to_thread
 from watchfiles import Change
 from watchfiles._rust_notify import RustNotify
+
+from mcp_batteries._platform import files
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +129,30 @@ def has_more_directories(top: Path, limit: int) -> bool:
     return count > limit
 
 
+def canonical_aliases(roots: frozenset[Path]) -> dict[str, str]:
+    """Each root's canonical spelling -> the root as given, for the roots where the two differ."""
+    aliases: dict[str, str] = {}
+    for root in roots:
+        given = str(root)
+        try:
+            canonical = files.current().canonical_directory(os.path.realpath(given))
+        except OSError:
+            continue
+        if canonical != given:
+            aliases[canonical] = given
+    return aliases
+
+
+def as_given(path: str, aliases: dict[str, str]) -> str:
+    """A reported path re-spelled under the root as it was given (`canonical_aliases`)."""
+    for canonical, given in aliases.items():
+        if path == canonical:
+            return given
+        if path.startswith(canonical) and path[len(canonical) : len(canonical) + 1] == os.sep:
+            return given + path[len(canonical) :]
+    return path
+
+
 def nearest_existing(path: Path) -> Path:
     while not path.is_dir() and path != path.parent:
         path = path.parent
@@ -122,6 +166,8 @@ class _Watcher:
     roots: frozenset[Path]
     recursive: bool
     notify: RustNotify | None = None
+    #: A root's canonical spelling (as FSEvents reports it) -> the root as given, where they differ.
+    aliases: dict[str, str] = field(default_factory=dict)
     stop: threading.Event = field(default_factory=threading.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
     #: Held by the thread while it waits on `notify`: whoever else holds it may close `notify`.
@@ -370,7 +416,8 @@ class WatchService:
                 if raw == "stop":
                     return
                 if isinstance(raw, set) and raw:
-                    await self._dispatch(watcher, {(Change(c), p) for c, p in raw})
+                    aliases = watcher.aliases
+                    await self._dispatch(watcher, {(Change(c), as_given(p, aliases)) for c, p in raw})
         finally:
             with watcher.busy:  # no thread of this watcher is running any more: only waits briefly
                 watcher.close()
@@ -378,6 +425,7 @@ class WatchService:
 
     @staticmethod
     def _new_notify(watcher: _Watcher) -> RustNotify:
+        watcher.aliases = canonical_aliases(watcher.roots)
         return RustNotify(sorted(str(r) for r in watcher.roots), False, False, 50, watcher.recursive, True)
 
     def _everything_under(self, watcher: _Watcher) -> ChangeBatch:

@@ -5,8 +5,10 @@ Two layers, because checking a name and then opening it by name is racy (TOCTOU)
 1. `resolve_path` turns the user's string into a real absolute path (symlinks resolved, `..`
    collapsed by the kernel's rules) and refuses anything outside the allowed directories.
 2. The `open_*` primitives re-check at use time: they walk the resolved path from its allowed
-   root one component at a time with `O_NOFOLLOW`, so a symlink swapped in after step 1 makes
-   the open fail (ELOOP/ENOTDIR) instead of being followed out of the tree.
+   root one component at a time without following a link (`mcp_batteries._platform.files`: on
+   POSIX directory descriptors and `O_NOFOLLOW`, so a symlink swapped in after step 1 makes the
+   open fail (ELOOP/ENOTDIR) instead of being followed out of the tree; on Windows each step is
+   proven by resolving it again and by identity, with the weaker guarantee docs/platforms.md states).
 
 Path rules (documented for tool descriptions):
 
@@ -21,6 +23,15 @@ Path rules (documented for tool descriptions):
   location is outside is refused, including dangling links whose target would be outside.
 * Non-UTF-8 names arrive as `surrogateescape` strings and work; `display_path` renders them
   in the one reversible form of `mcp_batteries._safety.names` (git-style quoting) for messages.
+* A path that names an allowed directory in another spelling (another case on a case-insensitive
+  volume, another Unicode normalisation, `/var` for macOS's `/private/var` is already resolved) is
+  inside it: containment falls back to the directories' identity (device, inode) when the text
+  differs, and the path is then spelled from the allowed directory. A differently spelled path
+  that leads elsewhere is still outside.
+* On Windows a path is first held to Windows' own rules (`_platform/windows.py`: device names,
+  alternate data streams, trailing dots and spaces, the device namespace, drive-relative paths)
+  and a network (UNC) path is refused unless it is lexically inside an allowed directory, before
+  anything touches the network.
 
 What this cannot see: hard links to outside files and bind mounts inside an allowed directory
 look like ordinary in-tree files. Those are the operator's choice of what to allow.
@@ -29,7 +40,7 @@ look like ordinary in-tree files. Those are the operator's choice of what to all
 from __future__ import annotations
 
 import errno
-import fcntl
+import ntpath
 import os
 import stat
 from collections.abc import Iterable
@@ -37,6 +48,8 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
+from mcp_batteries._platform import files, windows
+from mcp_batteries._platform.files import Directory, Identity, identity_of, is_link_like
 from mcp_batteries._safety.names import quote_path
 from mcp_batteries.errors import (
     AccessDenied,
@@ -52,12 +65,16 @@ __all__ = [
     "NAME_MAX",
     "PATH_MAX",
     "AllowedDirectories",
+    "Directory",
     "display_path",
     "file_uri_to_path",
-    "open_dir_fd",
+    "is_link_like",
+    "open_directory",
     "open_for_read",
-    "open_parent_dir",
+    "open_parent",
     "open_path_for_read",
+    "reopen_directory",
+    "reopen_file",
     "resolve_path",
     "stat_within",
     "symlink_target_within",
@@ -67,14 +84,8 @@ __all__ = [
 PATH_MAX: Final = 4096  # Linux limit for a whole path, in bytes
 NAME_MAX: Final = 255  # Linux limit for one component, in bytes
 
-_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
-# O_PATH (Linux) opens a directory for traversal only: no read permission needed, cheaper.
-_TRAVERSE: Final = getattr(os, "O_PATH", os.O_RDONLY)
-_WALK_FLAGS: Final = _TRAVERSE | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
-_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
-# NONBLOCK: opening a FIFO for reading must not wait for a writer. NOCTTY: a tty never
-# becomes our controlling terminal. Both are harmless for regular files.
-_FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | _CLOEXEC
+#: Paths are Windows paths (drive letters, backslashes, device names): Windows' rules apply.
+_WINDOWS_PATHS: Final = os.path is ntpath
 
 
 def display_path(path: str | os.PathLike[str]) -> str:
@@ -89,7 +100,7 @@ def _is_within(path: Path, root: Path) -> bool:
     # normalised, so comparing strings at a separator boundary is exact (and far cheaper than
     # building `path.parents` on every check).
     p, r = str(path), str(root)
-    return p == r or p.startswith(r.rstrip("/") + "/")
+    return p == r or p.startswith(r.rstrip(os.sep) + os.sep)
 
 
 def file_uri_to_path(uri: str) -> str:
@@ -103,6 +114,11 @@ def file_uri_to_path(uri: str) -> str:
     if parts.query or parts.fragment:
         raise InvalidInput("file URI must not have a query or fragment (percent-encode '?' and '#')")
     path = unquote(parts.path, encoding="utf-8", errors="surrogateescape")
+    if _WINDOWS_PATHS:
+        on_a_drive = windows.file_uri_path(path)
+        if on_a_drive is None:
+            raise InvalidInput(f"file URI names no drive (file:///C:/...): {uri!r}")
+        return on_a_drive
     if not path.startswith("/"):
         raise InvalidInput(f"file URI has no absolute path: {uri!r}")
     return path
@@ -133,6 +149,8 @@ class AllowedDirectories:
                 ) from None
             if not real.is_dir():
                 raise ConfigError(f"allowed directory {display_path(raw)} is not a directory")
+            # As the volume spells it (macOS: the stored case), so clients' paths match as text.
+            real = Path(files.current().canonical_directory(str(real)))
             if real not in roots:
                 roots.append(real)
         object.__setattr__(self, "_roots", tuple(roots))
@@ -229,7 +247,7 @@ def _check_lengths(path: str) -> None:
         raise InvalidInput("path contains characters that cannot be encoded (lone surrogates)") from None
     if len(encoded) > PATH_MAX:
         raise InvalidInput(f"path is {len(encoded)} bytes long; the limit is {PATH_MAX} bytes (PATH_MAX)")
-    for component in encoded.split(b"/"):
+    for component in (encoded.replace(b"\\", b"/") if _WINDOWS_PATHS else encoded).split(b"/"):
         if len(component) > NAME_MAX:
             raise InvalidInput(
                 f"path component {display_path(os.fsdecode(component[:40]))}... is "
@@ -243,36 +261,13 @@ def _denied(user_path: str, allowed: AllowedDirectories, why: str = "is outside"
     return AccessDenied(f"Access denied: {display_path(user_path)} {why} the {allowed.describe()}")
 
 
-_PROC_FD: Final = "/proc/self/fd/"
-_HAS_PROC_FD: Final = hasattr(os, "O_PATH") and os.path.isdir(_PROC_FD)
-
-
-def _kernel_realpath(path: str) -> str | None:
-    """The kernel's own resolution of an existing path, in two system calls: open it O_PATH
-    (symlinks and `..` resolved exactly as any later open would) and read back the name of what
-    was opened. None when that cannot answer (a missing component, no /proc): the caller then
-    uses `os.path.realpath`, which also resolves paths that do not exist yet, one `lstat` per
-    component."""
-    try:
-        fd = os.open(path, os.O_PATH | _CLOEXEC)
-    except OSError:
-        return None
-    try:
-        real = os.readlink(f"{_PROC_FD}{fd}")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if not real.startswith("/") or real.endswith(" (deleted)"):
-        return None  # not a plain path (removed meanwhile, or another namespace)
-    return real
-
-
 def _realpath(path: str, user_path: str) -> Path:
-    if _HAS_PROC_FD:
-        real = _kernel_realpath(path)
-        if real is not None:
-            return Path(real)
+    # The OS's own resolution in one step where it can tell (Linux: two system calls); else
+    # `os.path.realpath`, which also resolves paths that do not exist yet, one `lstat` per
+    # component (Windows: the final path of a handle).
+    real = files.current().final_path(path)
+    if real is not None:
+        return Path(real)
     # realpath's islink-then-readlink can race with a concurrent swap (EINVAL/ENOENT from
     # readlink); the swap is not our business, so retry a few times before giving up.
     for _ in range(3):
@@ -299,6 +294,8 @@ def _absolute(user_path: str, allowed: AllowedDirectories) -> str:
             raise InvalidInput("path contains a NUL byte")
     if path == "":
         raise InvalidInput("path is empty; use '.' for the first allowed directory")
+    if _WINDOWS_PATHS:
+        path = _windows_checked(path, user_path, allowed)
     _check_lengths(path)
     if not allowed.roots:
         raise _denied(user_path, allowed)
@@ -307,6 +304,50 @@ def _absolute(user_path: str, allowed: AllowedDirectories) -> str:
     if not os.path.isabs(path):
         path = os.path.join(allowed.roots[0], path)
     return path
+
+
+def _windows_checked(path: str, user_path: str, allowed: AllowedDirectories) -> str:
+    """Windows' own rules (`_platform/windows.py`), before any file-system call sees the path."""
+    why = windows.refusal(path)
+    if why is not None:
+        raise InvalidInput(f"{display_path(user_path)}: refused because {why}")
+    path = windows.normalise(path)
+    if windows.is_network(path) and not any(windows.is_within(path, str(root)) for root in allowed.roots):
+        # Resolving \\host\share would make Windows connect to that host and offer credentials.
+        raise _denied(user_path, allowed, "is a network (UNC) path outside")
+    return path
+
+
+def _respelled_under_a_root(real: Path, allowed: AllowedDirectories) -> Path | None:
+    """`real` spelled from the allowed directory it is inside by identity, or None.
+
+    `real` (resolved: no link on the way, except a last component left unresolved on purpose, which
+    `lstat` describes as itself) whose text does not start with an allowed directory may still be
+    inside one: another case on a case-insensitive volume (APFS, NTFS, ext4 `casefold`), another
+    Unicode normalisation, an 8.3 short name. Its nearest ancestor that *is* an allowed directory
+    (same device and inode) says so. Only reached for paths the text comparison refused."""
+    roots: dict[tuple[int, int], Path] = {}
+    for root in allowed.roots:
+        try:
+            roots.setdefault(identity_of(os.stat(root)), root)
+        except OSError:
+            continue
+    below: list[str] = []
+    current = real
+    while True:
+        try:
+            st = os.lstat(current)
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            found = roots.get(identity_of(st))
+            if found is not None:
+                return found.joinpath(*reversed(below))
+        parent = current.parent
+        if parent == current:
+            return None
+        below.append(current.name)
+        current = parent
 
 
 def resolve_path(
@@ -342,6 +383,8 @@ def resolve_path(
         raise InvalidInput(f"resolved path is longer than {PATH_MAX} bytes (PATH_MAX)")
 
     root = allowed.root_for(real)
+    if root is None and (respelled := _respelled_under_a_root(real, allowed)) is not None:
+        real, root = respelled, allowed.root_for(respelled)
     if root is None:
         # Say *that* a symlink led out without revealing where it points.
         lexical = Path(os.path.normpath(path))
@@ -405,73 +448,87 @@ def _split_under_root(path: Path, allowed: AllowedDirectories) -> tuple[Path, tu
     return root, parts
 
 
-def _open_component(dir_fd: int, name: str, flags: int, shown: Path, allowed: AllowedDirectories) -> int:
+def _symlink_appeared(directory: Directory, name: str, shown: Path, allowed: AllowedDirectories) -> None:
+    """After an open refused with ELOOP/ENOTDIR/EMLINK: say so if a symlink sits at `name` now."""
     try:
-        return os.open(name, flags, dir_fd=dir_fd)
+        st = directory.lstat(name)
+    except OSError:
+        return
+    if is_link_like(st):
+        raise AccessDenied(
+            f"Access denied: {display_path(shown)} contains a symbolic link at {display_path(name)} "
+            f"that appeared after the path was checked (refusing to follow; {allowed.describe()})"
+        ) from None
+
+
+def _open_dir_in(
+    directory: Directory, name: str, traverse_only: bool, shown: Path, allowed: AllowedDirectories
+) -> Directory:
+    try:
+        return directory.open_dir(name, traverse_only=traverse_only)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-            # O_NOFOLLOW refused: was it a symlink (swapped in, or never resolved)?
-            try:
-                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            except OSError:
-                st = None
-            if st is not None and stat.S_ISLNK(st.st_mode):
-                raise AccessDenied(
-                    f"Access denied: {display_path(shown)} contains a symbolic link at {display_path(name)} "
-                    f"that appeared after the path was checked (refusing to follow; {allowed.describe()})"
-                ) from None
+            _symlink_appeared(directory, name, shown, allowed)
         raise translate_os_error(exc, shown) from None
-
-
-def _open_root(root: Path, flags: int) -> int:
-    # The root is a realpath resolved at start-up; O_NOFOLLOW refuses it if it has since been
-    # replaced by a symlink.
-    try:
-        return os.open(root, flags)
-    except OSError as exc:
-        raise translate_os_error(exc, root) from None
 
 
 def _walk(
     root: Path, parts: tuple[str, ...], path: Path, allowed: AllowedDirectories, *, create: bool = False
-) -> int:
-    """Open `root/parts...` as a directory fd (read-capable), never following a symlink."""
-    fd = _open_root(root, _WALK_FLAGS if parts else _DIR_FLAGS)
+) -> Directory:
+    """Open `root/parts...` as a directory (read-capable), never following a symlink."""
     try:
+        # The root is a realpath resolved at start-up; it is refused if it has since been replaced
+        # by a symlink.
+        directory = files.current().open_root(str(root), traverse_only=bool(parts))
+    except OSError as exc:
+        raise translate_os_error(exc, root) from None
+    try:
+        last = len(parts) - 1
         for i, part in enumerate(parts):
-            flags = _DIR_FLAGS if i == len(parts) - 1 else _WALK_FLAGS
             if create:
                 try:
-                    os.mkdir(part, 0o777, dir_fd=fd)
+                    directory.mkdir(part)
                 except FileExistsError:
-                    pass  # already there (or a symlink/file: the O_NOFOLLOW open below decides)
+                    pass  # already there (or a symlink/file: the no-follow open below decides)
                 except OSError as exc:
                     raise translate_os_error(exc, path) from None
-            nxt = _open_component(fd, part, flags, path, allowed)
-            os.close(fd)
-            fd = nxt
-        return fd
+            nxt = _open_dir_in(directory, part, i != last, path, allowed)
+            directory.close()
+            directory = nxt
+        return directory
     except BaseException:
-        os.close(fd)
+        directory.close()
         raise
 
 
-def open_dir_fd(path: Path, allowed: AllowedDirectories, *, create: bool = False) -> int:
-    """A read-capable directory fd for a resolved path (from `resolve_path`), opened
-    component-wise from its allowed root with O_NOFOLLOW. `create=True` is `mkdir -p`:
-    missing components are created as they are reached. The caller closes the fd."""
+def open_directory(path: Path, allowed: AllowedDirectories, *, create: bool = False) -> Directory:
+    """An open, listable `Directory` for a resolved path (from `resolve_path`), opened component by
+    component from its allowed root without following a link. `create=True` is `mkdir -p`:
+    missing components are created as they are reached. Close it (or use it in `with`)."""
     root, parts = _split_under_root(path, allowed)
     return _walk(root, parts, path, allowed, create=create)
 
 
-def open_parent_dir(path: Path, allowed: AllowedDirectories) -> tuple[int, str]:
-    """`(dir_fd, name)` for a resolved path, so writers can use `dir_fd=` operations
-    (`O_CREAT|O_EXCL|O_NOFOLLOW` opens, `os.rename(..., src_dir_fd=, dst_dir_fd=)`, unlink)
-    without any path lookup above `name` being redirectable. The parent must exist."""
+def open_parent(path: Path, allowed: AllowedDirectories) -> tuple[Directory, str]:
+    """`(directory, name)` for a resolved path, so writers act on `name` in it (create, rename,
+    unlink) without any lookup above `name` being redirectable. The parent must exist."""
     root, parts = _split_under_root(path, allowed)
     if not parts:
         raise AccessDenied(f"Access denied: {display_path(path)} is an allowed directory itself")
     return _walk(root, parts[:-1], path, allowed), parts[-1]
+
+
+def reopen_directory(path: str, identity: Identity) -> Directory | None:
+    """The directory at `path` (found by a walk that started at `open_directory`) if it is still
+    the one listed (`identity`: device, inode) and not a link; None if something else is there now
+    (a parent swapped for a link since the listing). OSError if it cannot be opened."""
+    return files.current().reopen_directory(path, identity)
+
+
+def reopen_file(path: str, identity: Identity) -> int | None:
+    """A read fd on the listed regular file at `path` if it is still that file, else None.
+    OSError if it cannot be opened (gone, unreadable, a link now)."""
+    return files.current().reopen_file(path, identity)
 
 
 def _kind(mode: int) -> str:
@@ -492,29 +549,34 @@ def _kind(mode: int) -> str:
 
 def open_for_read(path: Path, allowed: AllowedDirectories) -> int:
     """A blocking read fd on a resolved path that is re-verified at open time: component-wise
-    O_NOFOLLOW walk, the file itself opened O_NOFOLLOW|O_NONBLOCK (a FIFO cannot hang us), and
-    anything but a regular file (FIFO, socket, device, directory) refused. The caller closes."""
-    dir_fd, name = open_parent_dir(path, allowed)
+    no-follow walk, the file itself opened without following a link and without waiting on a
+    FIFO, and anything but a regular file (FIFO, socket, device, directory) refused. The caller
+    closes it."""
+    directory, name = open_parent(path, allowed)
     try:
         # Cheap pre-check so devices are normally never opened at all (opening some has side
         # effects); the fstat after the open is the authoritative check.
         try:
-            pre = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            pre = directory.lstat(name)
         except OSError as exc:
             raise translate_os_error(exc, path) from None
         if not stat.S_ISREG(pre.st_mode) and not stat.S_ISLNK(pre.st_mode):
             raise InvalidInput(
                 f"{display_path(path)} is {_kind(pre.st_mode)}; only regular files can be read"
             )
-        fd = _open_component(dir_fd, name, _FILE_FLAGS, path, allowed)
+        try:
+            fd = directory.open_file(name)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                _symlink_appeared(directory, name, path, allowed)
+            raise translate_os_error(exc, path) from None
     finally:
-        os.close(dir_fd)
+        directory.close()
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise InvalidInput(f"{display_path(path)} is {_kind(st.st_mode)}; only regular files can be read")
-        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+        files.current().make_blocking(fd)
         return fd
     except BaseException:
         os.close(fd)
@@ -526,8 +588,8 @@ def open_path_for_read(user_path: str, allowed: AllowedDirectories) -> tuple[int
 
     The common case costs no `realpath` (one `lstat` per component): a path that is already
     absolute-and-normal inside an allowed directory (no `.`, `..`, `//`, trailing `/`) is opened
-    directly, component by component with O_NOFOLLOW, which succeeds only if no component is a
-    symbolic link, so the path is its own real path. Anything else (a symlink on the way, a
+    directly, component by component without following a link, which succeeds only if no component
+    is a symbolic link, so the path is its own real path. Anything else (a symlink on the way, a
     missing file, a `..`) takes the full `resolve_path` route and gets its exact answer."""
     path = _absolute(user_path, allowed)
     if os.path.normpath(path) == path:

@@ -5,5 +5,5 @@ Owns: `stdio` (our own: linear framing, frame errors answered, bounded shutdown)
 surplus connections), `hosts` (Host/Origin checks against DNS rebinding), `events` (the
 resumable-SSE store), `console` (logging and lines for a person, on stderr) and `run` (a built
 server on the transport its settings choose). May import: `_signin`, `_core`, `_protocol`,
-`_safety`, `errors`.
+`_safety`, `_platform`, `errors`.
 """

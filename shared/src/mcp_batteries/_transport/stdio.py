@@ -11,34 +11,37 @@ reads stdin in a thread that cannot be interrupted (so a SIGTERM took seconds). 
   error with id null, invalid request, invalid params naming the parameter);
 - each outgoing message is encoded once by `frames.encode_message`; one that cannot be encoded
   becomes an error response for its request (or, a notification, is dropped), logged on stderr;
-- reading waits on the descriptor in the event loop, so it is cancellable at once. On SIGTERM or
-  SIGINT (or end of input) the server stops taking requests, gives the calls in flight
+- reading waits on the descriptor in the event loop, so it is cancellable at once (where the loop
+  cannot wait on a pipe, Windows, a daemon thread reads and worker threads write:
+  `_platform/stdio.py`). On SIGTERM or SIGINT (Windows: Ctrl-C, Ctrl-Break; `_platform/signals.py`)
+  or end of input the server stops taking requests, gives the calls in flight
   `STDIO_SHUTDOWN_GRACE_S` to answer, then cancels them (each is answered "Connection closed")
   and closes its services. Open `subscriptions/listen` streams are not calls: they end at once.
   A call stuck in a thread that ignores cancellation cannot hold the process past
   `STDIO_EXIT_BOUND_S`.
 
-While serving, fd 0 reads from /dev/null and fd 1 writes to stderr, so a stray `print` or a child
-process cannot corrupt the protocol stream.
+While serving, fd 0 reads from the null device and fd 1 writes to stderr, so a stray `print` or a
+child process cannot corrupt the protocol stream (`_platform.stdio.claimed_stdio`).
 """
 
 from __future__ import annotations
 
-import fcntl
 import logging
+import math
 import os
 import signal
 import stat
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
+import anyio.to_thread
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 from mcp.types import (
@@ -49,6 +52,8 @@ from mcp.types import (
     JSONRPCResponse,
 )
 
+from mcp_batteries._platform.signals import stop_signals
+from mcp_batteries._platform.stdio import claimed_stdio, loop_waits_on_stdio
 from mcp_batteries._protocol import sdk
 from mcp_batteries._protocol.frames import Reply, Unsendable, check_frame, encode_message, oversized_reply
 from mcp_batteries._transport.console import say
@@ -89,30 +94,8 @@ def _stdio_banner(server: BatteriesServer, script: str) -> str:
 async def serve_stdio(server: BatteriesServer, script: str) -> None:
     if sys.stdin.isatty():
         say(_stdio_banner(server, script))
-    with _claimed_stdio() as (stdin_fd, stdout_fd):
+    with claimed_stdio() as (stdin_fd, stdout_fd):
         await StdioTransport(stdin_fd, stdout_fd).serve(server.mcp)
-
-
-@contextmanager
-def _claimed_stdio() -> Iterator[tuple[int, int]]:
-    """Private duplicates of fds 0 and 1 for the protocol; the originals point elsewhere meanwhile."""
-    sys.stdout.flush()
-    stdin_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    stdout_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.dup2(2, 1)
-    stdout_flags = fcntl.fcntl(stdout_fd, fcntl.F_GETFL)
-    try:
-        yield stdin_fd, stdout_fd
-    finally:
-        sys.stdout.flush()  # stray output still goes to stderr
-        fcntl.fcntl(stdout_fd, fcntl.F_SETFL, stdout_flags)
-        os.dup2(stdin_fd, 0)
-        os.dup2(stdout_fd, 1)
-        os.close(stdin_fd)
-        os.close(stdout_fd)
 
 
 def _is_stream(fd: int) -> bool:
@@ -127,7 +110,10 @@ class _Output:
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._lock = anyio.Lock()
-        self._waitable = _is_stream(fd)
+        self._waitable = _is_stream(fd) and loop_waits_on_stdio()
+        # Where the loop cannot wait on the pipe (Windows), a blocking write happens in a worker
+        # thread, so a client slow to read never stalls the loop.
+        self._threaded = not loop_waits_on_stdio()
         if self._waitable:
             os.set_blocking(fd, False)
         self.broken = False
@@ -138,6 +124,9 @@ class _Output:
         async with self._lock:
             view = memoryview(data + b"\n")
             try:
+                if self._threaded:
+                    await self._write_in_thread(view)
+                    return
                 while view:
                     try:
                         written = os.write(self._fd, view)
@@ -148,6 +137,22 @@ class _Output:
             except (BrokenPipeError, ConnectionResetError):
                 logger.debug("stdout closed by the client")
                 self.broken = True
+            except OSError:
+                if not self._threaded:
+                    raise
+                logger.debug("stdout closed by the client")  # Windows says EINVAL for a closed pipe
+                self.broken = True
+
+    async def _write_in_thread(self, view: memoryview) -> None:
+        # A direct write starts without a checkpoint, so a line handed over while the transport
+        # is being cancelled (answers to the calls it cancels) still goes out; so does this one,
+        # within a bound, so a client that stopped reading cannot hold the exit. Otherwise a
+        # cancellation abandons the thread, whose write still completes.
+        stopping = anyio.current_effective_deadline() == -math.inf
+        with anyio.move_on_after(STDIO_SHUTDOWN_GRACE_S if stopping else math.inf, shield=stopping):
+            while view:
+                written = await anyio.to_thread.run_sync(os.write, self._fd, view, abandon_on_cancel=True)
+                view = view[written:]
 
 
 class _InFlight:
@@ -220,7 +225,7 @@ class StdioTransport:
 
     # -- stopping -------------------------------------------------------------------------------
     async def _on_signals(self, watch: anyio.abc.TaskGroup) -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with stop_signals() as signals:
             signalled = False
             async for signum in signals:
                 name = signal.Signals(signum).name
@@ -311,6 +316,8 @@ class StdioTransport:
 
         async def wait_then_read() -> bytes:
             nonlocal threaded
+            if threaded is None and not loop_waits_on_stdio():
+                threaded = _read_in_daemon_thread(fd)  # Windows' event loop cannot wait on a pipe
             if threaded is None:
                 try:
                     await anyio.wait_readable(fd)

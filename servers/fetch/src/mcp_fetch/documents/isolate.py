@@ -21,7 +21,10 @@ documents costs at most SLOTS times the memory budget.
 The child's stdout is pointed at stderr before any converter runs (in the forkserver itself, see
 `_forkserver`): on stdio, stdout carries the MCP protocol, and a library's stray print must not
 corrupt it. Where the platform has no forkserver (Windows) children are spawned, and where it has
-no `resource` module the memory budget is not enforced (the time budget still is).
+no `resource` module (Windows) the memory budget is not enforced: the time budget still is. The
+budget is "the child's address space now, plus `memory_bytes`", and only Linux says cheaply what
+the address space is now (`mcp_batteries.platform.address_space_bytes`): on macOS only core
+dumps are turned off and the time budget applies.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
+from mcp_batteries.platform import address_space_bytes, peak_rss_kib
 
 from .model import Document, DocumentError, FailureKind, Job
 
@@ -226,7 +230,7 @@ def _child(sender: multiprocessing.connection.Connection, job: Job, memory_bytes
         from .worker import convert
 
         document = convert(job)
-        document.extra["peak_rss_kib"] = _peak_rss_kib()
+        document.extra["peak_rss_kib"] = peak_rss_kib()
         payload = b'{"document": ' + document.to_json() + b"}"
     except DocumentError as exc:
         payload = _error(exc.kind, exc.message)
@@ -264,29 +268,12 @@ def _limit_memory(memory_bytes: int) -> None:
         return
     try:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        current = _address_space_bytes()
+        current = address_space_bytes()
         if current is not None:
             limit = current + memory_bytes
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     except (ValueError, OSError):  # macOS refuses RLIMIT_AS below the hard limit in some setups
         logger.debug("the memory budget of a conversion could not be set", exc_info=True)
-
-
-def _address_space_bytes() -> int | None:
-    try:
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _peak_rss_kib() -> int | None:
-    try:
-        import resource
-    except ImportError:
-        return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak // 1024 if sys.platform == "darwin" else peak
 
 
 __all__ = ["Budget", "ConversionFailed", "Job", "convert_isolated"]
