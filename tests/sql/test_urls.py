@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 from mcp_batteries.errors import ConfigError
-from mcp_sql.mysql_target import parse_mysql_url
 from mcp_batteries.safety import redact_url
+from mcp_sql.mysql_target import parse_mysql_url
 from mcp_sql.urls import parse_database_specs, parse_url
 
 

@@ -66,6 +66,6 @@ __all__ = [
     "script_path",
     "serve_http_in_process",
     "stdio_params",
-    "write_private",
     "without_posix_facilities",
+    "write_private",
 ]

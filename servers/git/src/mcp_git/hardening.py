@@ -38,7 +38,6 @@ areas.
 from __future__ import annotations
 
 import os
-import pwd
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,9 +198,10 @@ def expand_home(path: str) -> str | None:
     if not path.startswith("~"):
         return path
     name, slash, rest = path[1:].partition("/")
-    try:
-        home = os.path.expanduser("~") if not name else pwd.getpwnam(name).pw_dir
-    except KeyError:
+    # expanduser looks the user up as git does (the password database on POSIX) and leaves the
+    # text as it was for a user that does not exist.
+    home = os.path.expanduser("~" + name)
+    if home.startswith("~"):
         return None
     return home + slash + rest
 

@@ -35,9 +35,8 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 from mcp_batteries.errors import AccessDenied, LimitExceeded, UpstreamError
-from mcp_batteries.safety import AllowedDirectories, quote_path
-from mcp_batteries.errors import LimitExceeded, UpstreamError
 from mcp_batteries.platform import kill_process_tree
+from mcp_batteries.safety import AllowedDirectories, quote_path
 
 from mcp_git.authors import Identity, require_identity
 from mcp_git.containment import (
