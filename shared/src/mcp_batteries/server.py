@@ -5,10 +5,13 @@
 `BatteriesServer` is the SDK's `MCPServer` with what every server needs: tools filtered by
 read-only mode and the operator's lists, annotations always set, strict arguments, domain errors
 mapped, subscriptions and notifications for both protocol eras. `current_caller()` says who is
-calling (the same `Caller` on stdio, with tokens or with OAuth).
+calling (the same `Caller` on stdio, with tokens or with OAuth). `CacheHint` is how long a client
+may reuse a list or a resource it read, and whether across callers (`BatteriesServer.cache`).
 """
+
+from mcp.server.caching import CacheHint
 
 from mcp_batteries._core.app import BatteriesServer
 from mcp_batteries._core.identity import Caller, current_caller
 
-__all__ = ["BatteriesServer", "Caller", "current_caller"]
+__all__ = ["BatteriesServer", "CacheHint", "Caller", "current_caller"]

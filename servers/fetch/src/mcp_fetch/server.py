@@ -25,6 +25,7 @@ def build_server(settings: FetchServerSettings) -> BatteriesServer:
         idempotent=True,
         structured_output=False,
         description=tool_description(service.settings),
+        task_support="optional",
     )
     async def fetch(
         url: Annotated[str, Field(description="The http:// or https:// URL to fetch.")],

@@ -20,7 +20,7 @@ from mcp.types import (
 )
 from mcp_batteries.errors import InvalidInput
 from mcp_batteries.live import LiveResources, RootsTracker
-from mcp_batteries.server import BatteriesServer
+from mcp_batteries.server import BatteriesServer, CacheHint
 from pydantic import BaseModel, Field
 
 from mcp_git import changes, history, network, prompts, refs, resources
@@ -253,7 +253,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         text: str = await change(ctx, repo_path, changes.reset)
         return text
 
-    @server.tool(title="Commit history", read_only=True)
+    @server.tool(title="Commit history", read_only=True, task_support="optional")
     async def git_log(
         ctx: Context[Any, Any],
         repo_path: RepoArg = None,
@@ -401,7 +401,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         )
         return _reply(text, result)
 
-    @server.tool(title="Search file contents", read_only=True)
+    @server.tool(title="Search file contents", read_only=True, task_support="optional")
     async def git_grep(
         ctx: Context[Any, Any],
         pattern: Annotated[str, Field(description="An extended regular expression (as `grep -E`).")],
@@ -575,7 +575,12 @@ def build_server(settings: GitSettings) -> BatteriesServer:
     if settings.allow_network:
 
         @server.tool(
-            title="Fetch", read_only=False, open_world=True, idempotent=True, structured_output=False
+            title="Fetch",
+            read_only=False,
+            open_world=True,
+            idempotent=True,
+            structured_output=False,
+            task_support="optional",
         )
         async def git_fetch(
             ctx: Context[Any, Any],
@@ -593,7 +598,9 @@ def build_server(settings: GitSettings) -> BatteriesServer:
             )
             return text
 
-        @server.tool(title="Pull", read_only=False, open_world=True, structured_output=False)
+        @server.tool(
+            title="Pull", read_only=False, open_world=True, structured_output=False, task_support="optional"
+        )
         async def git_pull(
             ctx: Context[Any, Any],
             repo_path: RepoArg = None,
@@ -619,7 +626,9 @@ def build_server(settings: GitSettings) -> BatteriesServer:
             )
             return text
 
-        @server.tool(title="Push", read_only=False, open_world=True, structured_output=False)
+        @server.tool(
+            title="Push", read_only=False, open_world=True, structured_output=False, task_support="optional"
+        )
         async def git_push(
             ctx: Context[Any, Any],
             repo_path: RepoArg = None,
@@ -720,6 +729,16 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         return result
 
     server.read_resources_with("git://", read_git_resource)
+    # How long a 2026-07-28 client may reuse a read (private: each caller sees its own scope).
+    # The status changes with every edit; refs change on commits, branches and fetches (minutes,
+    # and subscribers hear of each at once); a full commit id names content that never changes.
+    minutes = CacheHint(ttl_ms=10_000, scope="private")
+    server.cache(r"git://[^/]+/status", CacheHint(ttl_ms=0, scope="private"))
+    server.cache(r"git://[^/]+/(log|branches|tags)", minutes)
+    server.cache(
+        r"git://[^/]+/(commit|blob)/[0-9a-f]{40}(/.*)?", CacheHint(ttl_ms=3_600_000, scope="private")
+    )
+    server.cache(r"git://[^/]+/(commit|blob)/.*", minutes)
 
     async def list_git_resources(session: Any, cursor: str | None) -> tuple[list[Resource], str | None]:
         page, next_cursor = await off_loop(service.resource_page, await roots.effective(session), cursor)
@@ -732,7 +751,8 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         ]
         return listed, next_cursor
 
-    server.list_resources_with(list_git_resources)
+    # The repositories and their refs: they change in minutes, not seconds.
+    server.list_resources_with(list_git_resources, cache=minutes)
 
     @server.completion()
     async def complete(ref: Any, argument: Any, context: Any, session: Any = None) -> Completion | None:

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from mcp.types import CallToolResult, Completion, Resource, ResourceTemplateReference, TextContent
 from mcp_batteries.live import LiveResources
-from mcp_batteries.server import BatteriesServer
+from mcp_batteries.server import BatteriesServer, CacheHint
 from pydantic import Field
 
 from mcp_sql import present
@@ -52,7 +52,7 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
     LiveResources(server, LiveSchema(databases.opened, poll_interval=settings.schema_poll_interval))
 
     # -- tools -------------------------------------------------------------------------------
-    @server.tool(title="Run a read-only SQL query", read_only=True, idempotent=True)
+    @server.tool(title="Run a read-only SQL query", read_only=True, idempotent=True, task_support="optional")
     async def query(
         sql: Annotated[
             str, Field(description="One SELECT (or WITH/VALUES/read-only SHOW, PRAGMA) statement.")
@@ -89,7 +89,9 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
 
     if writes:
 
-        @server.tool(title="Execute SQL that changes data", read_only=False, destructive=True)
+        @server.tool(
+            title="Execute SQL that changes data", read_only=False, destructive=True, task_support="optional"
+        )
         async def execute(
             statements: Annotated[
                 list[str],
@@ -192,7 +194,11 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
         entries, next_cursor = await databases.resources_page(cursor)
         return [Resource(**vars(e)) for e in entries], next_cursor
 
-    server.list_resources_with(list_table_resources)
+    # Schemas change rarely (migrations), and subscribers hear of each change at once; private:
+    # what a database holds is for the callers allowed to use it.
+    schema_hint = CacheHint(ttl_ms=60_000, scope="private")
+    server.list_resources_with(list_table_resources, cache=schema_hint)
+    server.cache(r"sql://.*", schema_hint)
 
     @server.completion()
     async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:

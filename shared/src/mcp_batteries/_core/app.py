@@ -298,8 +298,10 @@ class BatteriesServer:
         sdk.add_request_handler(
             self.mcp, "subscriptions/listen", SubscriptionsListenRequestParams, self._on_listen
         )
-        # Outermost, so it answers for everything inside, other middleware included.
-        self.mcp.middleware.insert(0, self._answer_every_request)
+        # Outermost but for the SDK's OpenTelemetry span (the first middleware), so it answers for
+        # everything inside, other middleware included, and what it logs carries the request's
+        # trace id (`mcp_batteries._protocol.trace`).
+        self.mcp.middleware.insert(1, self._answer_every_request)
         self.mcp.middleware.append(self._track_legacy_connections)
         self.mcp.middleware.append(self.read_hints.middleware)
         # Stateless HTTP gives legacy clients no channel for unsolicited messages: advertising

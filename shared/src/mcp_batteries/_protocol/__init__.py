@@ -2,6 +2,7 @@
 and every private attribute of the `mcp` SDK we touch (`sdk.py`, pinned by tests/shared/protocol).
 
 Owns: `frames` (each inbound frame dispatched or answered; each outbound message encoded or
-replaced), `strict` (strict argument models), `sdk`. May import: `errors` only; everything
+replaced), `strict` (strict argument models), `trace` (a request's `_meta` trace context, in our
+logs), `sdk`. May import: `errors` only; everything
 else in the runtime builds on this room.
 """

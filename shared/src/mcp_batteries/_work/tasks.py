@@ -308,7 +308,11 @@ class TaskStore:
             waiter = task.waiters.get(key)
             if waiter is not None and not waiter.is_set():
                 task.answers[key] = response
+                # Answered is no longer outstanding, from this moment on (not when the call resumes).
+                task.pending.pop(key, None)
                 waiter.set()
+        if not task.pending and task.status == "input_required":
+            self._set_status(task, "working")
 
     def cancel(self, owner: str, task_id: str) -> None:
         """Ask the call to stop; a task that already ended stays as it is."""
