@@ -20,6 +20,8 @@ from mcp_batteries.testing import ERAS, Era, connect
 from mcp_git.config import GitSettings
 from mcp_git.server import build_server
 
+from .conftest import run_git
+
 pytestmark = pytest.mark.anyio
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "reference_tools.json").read_text())["tools"]
@@ -344,3 +346,25 @@ async def test_client_roots_narrow_the_repositories_and_never_widen_them(
         widened = await c.call_tool("git_status", {"repo_path": str(outside)})
         assert widened.is_error  # a root never adds a repository the operator did not allow
         assert not (await c.call_tool("git_status", {"repo_path": "project"})).is_error
+
+
+async def test_cache_hints_follow_how_fast_each_resource_changes(project: Path) -> None:
+    head = run_git(project, "rev-parse", "HEAD").strip()
+    async with connect(server_for(project), "modern", cache=None) as c:
+        hints = {
+            uri: ((r := await c.read_resource(uri)).ttl_ms, r.cache_scope)
+            for uri in (
+                "git://project/status",
+                "git://project/branches",
+                f"git://project/commit/{head}",
+                "git://project/commit/main",
+            )
+        }
+        listing = await c.list_resources()
+    assert hints == {
+        "git://project/status": (0, "private"),  # changes with every edit
+        "git://project/branches": (10_000, "private"),  # refs change in minutes
+        f"git://project/commit/{head}": (3_600_000, "private"),  # a commit id never changes
+        "git://project/commit/main": (10_000, "private"),  # a branch name moves
+    }
+    assert (listing.ttl_ms, listing.cache_scope) == (10_000, "private")

@@ -7,7 +7,9 @@
 - `http_server(script, *args)`: the same over HTTP on a free loopback port, yielding the URL;
 - `Notifications`: collect notifications and wait for one, with a timeout (no sleeps);
 - `parse_settings(SettingsClass, argv)`: a server's command line, parsed as its console script does;
-- `TestIssuer`: a stand-in OAuth authorization server on loopback that mints access tokens.
+- `TestIssuer`: a stand-in OAuth authorization server on loopback that mints access tokens;
+- `tasks_extension()`, `start_call`, `get_task`, `wait_task`, `update_task`, `cancel_task`: a
+  client of the tasks extension (long calls followed as tasks, 2026-07-28).
 """
 
 from mcp_batteries._core.cli import parse_settings
@@ -30,6 +32,16 @@ from mcp_batteries._testing.kit import (
     stdio_params,
 )
 from mcp_batteries._testing.oauth_issuer import AUDIENCE, KeyKind, TestIssuer, b64url
+from mcp_batteries._testing.tasks_client import (
+    CreatedTask,
+    TaskState,
+    cancel_task,
+    get_task,
+    start_call,
+    tasks_extension,
+    update_task,
+    wait_task,
+)
 
 __all__ = [
     "AUDIENCE",
@@ -37,20 +49,28 @@ __all__ = [
     "MCP_POST_HEADERS",
     "RAW_INITIALIZE",
     "TIMEOUT_S",
+    "CreatedTask",
     "Era",
     "KeyKind",
     "Notifications",
     "RunningServer",
+    "TaskState",
     "TestIssuer",
     "b64url",
+    "cancel_task",
     "client_mode",
     "connect",
     "connect_http",
+    "get_task",
     "http_server",
     "legacy_subscribe",
     "legacy_unsubscribe",
     "parse_settings",
     "script_path",
     "serve_http_in_process",
+    "start_call",
     "stdio_params",
+    "tasks_extension",
+    "update_task",
+    "wait_task",
 ]

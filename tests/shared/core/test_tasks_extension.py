@@ -21,17 +21,20 @@ from mcp.types import (
 )
 from mcp_batteries._core.app import BatteriesServer
 from mcp_batteries._core.tasks_extension import EXTENSION_ID
-from mcp_batteries._testing.tasks_client import (
+from mcp_batteries.errors import UpstreamError
+from mcp_batteries.testing import (
+    MCP_POST_HEADERS,
     CreatedTask,
     cancel_task,
+    connect,
+    connect_http,
     get_task,
+    serve_http_in_process,
     start_call,
     tasks_extension,
     update_task,
     wait_task,
 )
-from mcp_batteries.errors import UpstreamError
-from mcp_batteries.testing import MCP_POST_HEADERS, connect, connect_http, serve_http_in_process
 from pydantic import BaseModel
 
 from ..conftest import DemoSettings
