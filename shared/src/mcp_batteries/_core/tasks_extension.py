@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
@@ -212,11 +212,19 @@ class _TaskSession:
         shown = f"{progress:g}" + (f"/{total:g}" if total is not None else "")
         self._store.report(self._run, f"{message} ({shown})" if message else shown)
         if not self._run.task.published:
-            await self._inner.report_progress(progress, total, message)
+            await self._while_in_request(self._inner.report_progress(progress, total, message))
 
     async def send_notification(self, notification: Any, related_request_id: Any = None) -> None:
         if not self._run.task.published:
-            await self._inner.send_notification(notification, related_request_id)
+            await self._while_in_request(self._inner.send_notification(notification, related_request_id))
+
+    async def _while_in_request(self, send: Awaitable[None]) -> None:
+        # The request may be answered (the call became a task) while this is on its way: its
+        # stream is then gone, which must not end the work.
+        try:
+            await send
+        except Exception as exc:
+            logger.debug("a notification for a call that became a task was dropped: %r", exc)
 
     async def send_request(self, request: Any, result_type: type[Any], *_: Any, **__: Any) -> Any:
         wire: dict[str, Any] = request.model_dump(by_alias=True, mode="json", exclude_none=True)
