@@ -227,10 +227,6 @@ class TaskStore:
                 self._group = None
                 group.cancel_scope.cancel()
 
-    @property
-    def is_running(self) -> bool:
-        return self._group is not None
-
     # -- starting work -------------------------------------------------------------------------
     def admit(self, owner: str) -> Task | None:
         """A new (unpublished) task for `owner`, or None when a bound says this call runs inline."""
