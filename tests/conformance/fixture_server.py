@@ -1,10 +1,11 @@
 """The fixture server the official MCP conformance suite (`@modelcontextprotocol/conformance`) calls.
 
 Every scenario of the suite calls fixtures with fixed names (tools `test_*`, resources `test://...`,
-prompts `test_*`), written for an "everything"-style server. This module registers them on a
-`BatteriesServer`, not a bare `MCPServer`: the point is to test MCP Batteries' runtime (settings,
-capabilities, subscriptions, HTTP transport with DNS-rebinding protection) the way a real server
-uses it.
+prompts `test_*`; for the tasks extension `greet`, `slow_compute`, `failing_job`, ...), written for
+an "everything"-style server. This module registers them on a `BatteriesServer`, not a bare
+`MCPServer`: the point is to test MCP Batteries' runtime (settings, capabilities, subscriptions,
+multi-round requests, tasks, HTTP transport with DNS-rebinding protection) the way a real server
+uses it. Each fixture says which scenario calls it and what that scenario asks of it.
 
     python tests/conformance/fixture_server.py --transport http --port 0
 
@@ -16,20 +17,32 @@ from __future__ import annotations
 import base64
 import json
 import warnings
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import anyio
 from mcp import MCPDeprecationWarning
-from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import Context, Elicit, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.server.mcpserver.prompts.base import Prompt, UserMessage
+from mcp.server.subscriptions import PromptsListChanged
+from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    INTERNAL_ERROR,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     AudioContent,
     Completion,
     CompletionArgument,
     CompletionContext,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
     EmbeddedResource,
     ImageContent,
+    InputRequest,
+    InputRequiredResult,
+    ListRootsRequest,
     PromptReference,
     ResourceTemplateReference,
     SamplingMessage,
@@ -41,7 +54,7 @@ from mcp_batteries._core.settings import ServerSettings
 from mcp_batteries._entry.definition import ServerDefinition
 from mcp_batteries._protocol import sdk
 from mcp_batteries.errors import InvalidInput
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 #: A 1x1 red PNG pixel and a minimal WAV file (the suite's own test data).
 IMAGE_BASE64 = (
@@ -143,6 +156,54 @@ SEP1330_SCHEMA: dict[str, Any] = {
 
 class ConformanceSettings(ServerSettings):
     server_name: ClassVar[str] = "conformance-fixture"
+    # The tasks scenarios expect a task-supporting tool's call to become a task even when it
+    # ends within a second (`slow_compute` with seconds=1): become one as soon as the work starts.
+    task_after: float = Field(0.0, ge=0)
+
+
+class Name(BaseModel):
+    name: str
+
+
+def user_name() -> Elicit[Name]:
+    """The question `test_tool_with_task` asks before it works (an InputRequiredResult round)."""
+    return Elicit("What is your name?", Name)
+
+
+class Confirmation(BaseModel):
+    confirm: bool
+
+
+class Partial(BaseModel):
+    name: str = ""
+    confirm: bool = False
+
+
+def _elicit(message: str, properties: dict[str, Any], required: list[str]) -> ElicitRequest:
+    schema = {"type": "object", "properties": properties, "required": required}
+    return ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
+
+
+def _sample(text: str, max_tokens: int) -> CreateMessageRequest:
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=text))
+    return CreateMessageRequest(params=CreateMessageRequestParams(messages=[message], max_tokens=max_tokens))
+
+
+def _accepted(ctx: Context, key: str) -> dict[str, Any] | None:
+    """The content of an accepted elicitation answer for `key` in this round, if any."""
+    answer = (ctx.input_responses or {}).get(key)
+    if isinstance(answer, ElicitResult) and answer.action == "accept":
+        return dict(answer.content or {})
+    return None
+
+
+def _answered(ctx: Context, *keys: str) -> bool:
+    responses = ctx.input_responses or {}
+    return all(key in responses for key in keys)
+
+
+def _ask(requests: dict[str, InputRequest], state: str | None = None) -> InputRequiredResult:
+    return InputRequiredResult(input_requests=requests, request_state=state)
 
 
 class Address(BaseModel):
@@ -293,6 +354,223 @@ def build_server(settings: ConformanceSettings) -> BatteriesServer:
         args = {k: v for k, v in {"name": name, "address": address and address.model_dump()}.items() if v}
         return f"JSON Schema 2020-12 tool called with: {json.dumps(args)}"
 
+    # -- 2026-07-28: multi-round requests (SEP-2322, `input-required-result-*`) -----------------
+    # Hand-rolled rounds: the scenarios name the keys of `inputRequests`. `requestState` is
+    # sealed and checked by the SDK's request-state boundary (a tampered one never gets here).
+    @server.tool(title="MRTR: one elicitation", read_only=True, structured_output=False)
+    async def test_input_required_result_elicitation(ctx: Context) -> str | InputRequiredResult:
+        """Asks for the user's name (key user_name), then greets them."""
+        answer = _accepted(ctx, "user_name")
+        if answer is None:
+            properties = {"name": {"type": "string"}}
+            return _ask({"user_name": _elicit("What is your name?", properties, ["name"])})
+        return f"Hello, {answer.get('name')}!"
+
+    @server.tool(title="MRTR: one sampling request", read_only=True, structured_output=False)
+    async def test_input_required_result_sampling(ctx: Context) -> str | InputRequiredResult:
+        """Asks the client's model a question (key capital_question), then returns its answer."""
+        answer = (ctx.input_responses or {}).get("capital_question")
+        if answer is None:
+            return _ask({"capital_question": _sample("What is the capital of France?", 100)})
+        content = getattr(answer, "content", None)
+        return f"The model said: {getattr(content, 'text', '')}"
+
+    @server.tool(title="MRTR: the client's roots", read_only=True, structured_output=False)
+    async def test_input_required_result_list_roots(ctx: Context) -> str | InputRequiredResult:
+        """Asks for the client's roots (key client_roots), then lists them."""
+        answer = (ctx.input_responses or {}).get("client_roots")
+        if answer is None:
+            return _ask({"client_roots": ListRootsRequest()})
+        roots = getattr(answer, "roots", [])
+        return "Roots: " + ", ".join(str(root.uri) for root in roots)
+
+    @server.tool(title="MRTR: request state", read_only=True, structured_output=False)
+    async def test_input_required_result_request_state(ctx: Context) -> str | InputRequiredResult:
+        """Asks for confirmation with a request state, and checks the state that comes back."""
+        if ctx.request_state == "awaiting-confirmation" and _answered(ctx, "confirm"):
+            return "state-ok: the request state came back as it was sent"
+        properties = {"ok": {"type": "boolean"}}
+        return _ask({"confirm": _elicit("Please confirm", properties, ["ok"])}, "awaiting-confirmation")
+
+    @server.tool(title="MRTR: tampered state", read_only=True, structured_output=False)
+    async def test_input_required_result_tampered_state(ctx: Context) -> str | InputRequiredResult:
+        """Like the request-state tool; a tampered state is refused before this body runs."""
+        if ctx.request_state == "integrity-protected" and _answered(ctx, "confirm"):
+            return "state-ok"
+        properties = {"ok": {"type": "boolean"}}
+        return _ask({"confirm": _elicit("Please confirm", properties, ["ok"])}, "integrity-protected")
+
+    @server.tool(title="MRTR: three kinds of input", read_only=True, structured_output=False)
+    async def test_input_required_result_multiple_inputs(ctx: Context) -> str | InputRequiredResult:
+        """Asks an elicitation, a sampling request and for roots in one round."""
+        keys = ("user_name", "greeting", "client_roots")
+        if ctx.request_state == "three-questions" and _answered(ctx, *keys):
+            return "All three answers arrived."
+        requests: dict[str, InputRequest] = {
+            "user_name": _elicit("What is your name?", {"name": {"type": "string"}}, ["name"]),
+            "greeting": _sample("Generate a greeting", 50),
+            "client_roots": ListRootsRequest(),
+        }
+        return _ask(requests, "three-questions")
+
+    @server.tool(title="MRTR: two rounds", read_only=True, structured_output=False)
+    async def test_input_required_result_multi_round(ctx: Context) -> str | InputRequiredResult:
+        """Asks a name, then a colour (each round with its own state), then answers."""
+        state = ctx.request_state or ""
+        if state.startswith("round-2:") and (colour := _accepted(ctx, "step2")) is not None:
+            return f"{state.removeprefix('round-2:')} likes {colour.get('color')}."
+        if state == "round-1" and (name := _accepted(ctx, "step1")) is not None:
+            properties = {"color": {"type": "string"}}
+            step2 = _elicit("Step 2: What is your favorite color?", properties, ["color"])
+            return _ask({"step2": step2}, f"round-2:{name.get('name')}")
+        step1 = _elicit("Step 1: What is your name?", {"name": {"type": "string"}}, ["name"])
+        return _ask({"step1": step1}, "round-1")
+
+    @server.tool(title="MRTR: only what the client can answer", read_only=True, structured_output=False)
+    async def test_input_required_result_capabilities(ctx: Context) -> str | InputRequiredResult:
+        """Asks only through the capabilities this request declared."""
+        if _answered(ctx, "question") or _answered(ctx, "form"):
+            return "answered"
+        declared = ctx.client_capabilities
+        requests: dict[str, InputRequest] = {}
+        if declared is not None and declared.sampling is not None:
+            requests["question"] = _sample("Say hello", 20)
+        if declared is not None and declared.elicitation is not None:
+            requests["form"] = _elicit("Say hello", {"text": {"type": "string"}}, ["text"])
+        return _ask(requests) if requests else "The client declared nothing to ask through."
+
+    # -- 2026-07-28: stateless server (SEP-2575, `server-stateless`) -------------------------
+    @server.tool(title="Needs sampling", read_only=True, structured_output=False)
+    async def test_missing_capability(ctx: Context) -> str:
+        """Needs the client's sampling capability; refused (-32021) to a client without it."""
+        declared = ctx.client_capabilities
+        if declared is None or declared.sampling is None:
+            raise MCPError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                "this tool needs the client's sampling capability",
+                data={"requiredCapabilities": {"sampling": {}}},
+            )
+        return "The client can sample."
+
+    dynamic: dict[str, bool] = {"tool": False, "prompt": False}
+
+    async def dynamic_tool() -> str:
+        """Appears and disappears with test_trigger_tool_change."""
+        return "dynamic"
+
+    @server.tool(title="Change the tool list", read_only=True, structured_output=False)
+    async def test_trigger_tool_change() -> str:
+        """Adds or removes a tool, and tells listening clients the tool list changed."""
+        if dynamic["tool"]:
+            server.mcp.remove_tool("test_dynamic_tool")
+        else:
+            server.mcp.add_tool(dynamic_tool, name="test_dynamic_tool")
+        dynamic["tool"] = not dynamic["tool"]
+        await server.notify_tools_list_changed()
+        return "tool list changed"
+
+    @server.tool(title="Change the prompt list", read_only=True, structured_output=False)
+    async def test_trigger_prompt_change() -> str:
+        """Adds or removes a prompt, and tells listening clients the prompt list changed."""
+        if dynamic["prompt"]:
+            server.mcp.remove_prompt("test_dynamic_prompt")
+        else:
+            server.mcp.add_prompt(
+                Prompt.from_function(
+                    lambda: "dynamic", name="test_dynamic_prompt", description="Comes and goes."
+                )
+            )
+        dynamic["prompt"] = not dynamic["prompt"]
+        await server.bus.publish(PromptsListChanged())
+        return "prompt list changed"
+
+    @server.tool(title="Logs without being asked to", read_only=True, structured_output=False)
+    async def test_logging_tool(ctx: Context) -> str:
+        """Tries to log; a 2026-07-28 request that set no log level must receive no log message."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await ctx.info("a log message nobody asked for")
+        return "logged"
+
+    @server.tool(title="Asks mid-call", read_only=True, structured_output=False)
+    async def test_streaming_elicitation(ctx: Context) -> str | InputRequiredResult:
+        """Needs an answer from the user: on 2026-07-28 that is an InputRequiredResult, never a
+        request of the server's own on the response stream."""
+        if _answered(ctx, "answer"):
+            return "answered"
+        return _ask({"answer": _elicit("Anything to add?", {"text": {"type": "string"}}, ["text"])})
+
+    # -- 2026-07-28: custom headers (SEP-2243, `http-custom-header-server-validation`) ---------
+    @server.tool(title="Custom header", read_only=True, structured_output=False)
+    async def test_custom_header(region: str) -> str:
+        """Its `region` argument travels as the Mcp-Param-Region header too (x-mcp-header)."""
+        return f"Region: {region}"
+
+    sdk.set_tool_input_schema(
+        server.mcp,
+        "test_custom_header",
+        {
+            "type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+            "required": ["region"],
+        },
+    )
+
+    # -- tasks extension (SEP-2663, `tasks-*`) -----------------------------------------------
+    @server.tool(title="Greet", read_only=True, structured_output=False)
+    async def greet(name: str) -> str:
+        """Sync-only: never a task."""
+        return f"Hello, {name}!"
+
+    @server.tool(title="Slow computation", read_only=True, structured_output=False, task_support="optional")
+    async def slow_compute(seconds: float, label: str = "") -> str:
+        """Sleeps `seconds`, then answers; a task for a client that supports them."""
+        await anyio.sleep(seconds)
+        return f"Computed {label or 'result'} in {seconds:g}s"
+
+    @server.tool(title="Failing job", read_only=True, structured_output=False, task_support="required")
+    async def failing_job() -> str:
+        """Only runs as a task; ends with a tool error (isError) after about a second."""
+        await anyio.sleep(1)
+        raise ToolError("the job failed, as it always does")
+
+    @server.tool(title="Protocol error job", read_only=True, structured_output=False, task_support="optional")
+    async def protocol_error_job() -> str:
+        """Fails with a JSON-RPC error (the task fails, with that error inlined)."""
+        await anyio.sleep(0.2)
+        raise MCPError(INTERNAL_ERROR, "the job hit an internal error")
+
+    @server.tool(title="Confirm a deletion", read_only=True, structured_output=False, task_support="optional")
+    async def confirm_delete(filename: str, ctx: Context) -> str:
+        """Asks the user to confirm while it works (the task waits in input_required)."""
+        answer = await ctx.elicit(f"Delete {filename}?", Confirmation)
+        confirmed = answer.action == "accept" and answer.data.confirm
+        return f"{'Deleted' if confirmed else 'Kept'} {filename}"
+
+    @server.tool(
+        title="Two questions at once", read_only=True, structured_output=False, task_support="optional"
+    )
+    async def multi_input(ctx: Context) -> str:
+        """Asks two questions in parallel; the task waits until both are answered."""
+        answers: list[str] = []
+
+        async def ask(question: str) -> None:
+            outcome = await ctx.elicit(question, Partial)
+            answers.append(outcome.data.name if outcome.action == "accept" else outcome.action)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(ask, "First question")
+            group.start_soon(ask, "Second question")
+        return "Answers: " + ", ".join(sorted(answers))
+
+    @server.tool(
+        title="Ask, then work as a task", read_only=True, structured_output=False, task_support="required"
+    )
+    async def test_tool_with_task(who: Annotated[Name, Resolve(user_name)]) -> str:
+        """Asks for a name first (InputRequiredResult rounds), then works as a task."""
+        await anyio.sleep(0.5)
+        return f"Hello, {who.name}! The task is done."
+
     # Schemas come from Python signatures; the suite checks that a hand-written JSON Schema
     # (root $schema, allOf, if/then/else, additionalProperties) survives tools/list.
     sdk.set_tool_input_schema(server.mcp, "json_schema_2020_12_tool", JSON_SCHEMA_2020_12)
@@ -362,6 +640,15 @@ def build_server(settings: ConformanceSettings) -> BatteriesServer:
             ),
             UserMessage("Please process the embedded resource above."),
         ]
+
+    @server.prompt(title="Prompt asking for input", description="Asks the user before rendering (SEP-2322)")
+    def test_input_required_result_prompt(ctx: Context) -> list[UserMessage] | InputRequiredResult:
+        answer = _accepted(ctx, "user_context")
+        if answer is None:
+            properties = {"context": {"type": "string"}}
+            question = _elicit("What context should the prompt use?", properties, ["context"])
+            return _ask({"user_context": question})
+        return [UserMessage(f"Use this context: {answer.get('context')}")]
 
     @server.prompt(title="Prompt With Image", description="A prompt that includes image content")
     def test_prompt_with_image() -> list[UserMessage]:

@@ -20,6 +20,8 @@ from mcp_batteries.testing import ERAS, Era, connect, connect_http, http_server,
 from mcp_git.config import GitSettings
 from mcp_git.server import build_server
 
+from .conftest import run_git
+
 pytestmark = pytest.mark.anyio
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "reference_tools.json").read_text())["tools"]
@@ -394,3 +396,23 @@ async def test_roots_outside_every_allowed_repository_refuse_and_name_the_roots(
     assert refused.is_error
     assert str(elsewhere) in text(refused) and str(project) in text(refused), text(refused)
     assert "none of this client's roots" in text(refused)
+async def test_cache_hints_follow_how_fast_each_resource_changes(project: Path) -> None:
+    head = run_git(project, "rev-parse", "HEAD").strip()
+    async with connect(server_for(project), "modern", cache=None) as c:
+        hints = {
+            uri: ((r := await c.read_resource(uri)).ttl_ms, r.cache_scope)
+            for uri in (
+                "git://project/status",
+                "git://project/branches",
+                f"git://project/commit/{head}",
+                "git://project/commit/main",
+            )
+        }
+        listing = await c.list_resources()
+    assert hints == {
+        "git://project/status": (0, "private"),  # changes with every edit
+        "git://project/branches": (10_000, "private"),  # refs change in minutes
+        f"git://project/commit/{head}": (3_600_000, "private"),  # a commit id never changes
+        "git://project/commit/main": (10_000, "private"),  # a branch name moves
+    }
+    assert (listing.ttl_ms, listing.cache_scope) == (10_000, "private")

@@ -7,11 +7,22 @@ read-only mode and the operator's lists, annotations always set, strict argument
 mapped, subscriptions and notifications for both protocol eras. `current_caller()` says who is
 calling (the same `Caller` on stdio, with tokens or with OAuth). Integers a client sends are
 held to JSON's exact range (`MAX_SAFE_INTEGER`); `cursor_offset`/`whole_number` parse the ones that
-arrive as text (cursors, ids) by the same rule.
+arrive as text (cursors, ids) by the same rule. `CacheHint` is how long a client may reuse a
+list or a resource it read, and whether across callers (`BatteriesServer.cache`).
 """
+
+from mcp.server.caching import CacheHint
 
 from mcp_batteries._core.app import BatteriesServer
 from mcp_batteries._core.identity import Caller, current_caller
 from mcp_batteries._protocol.integers import MAX_SAFE_INTEGER, cursor_offset, whole_number
 
-__all__ = ["MAX_SAFE_INTEGER", "BatteriesServer", "Caller", "current_caller", "cursor_offset", "whole_number"]
+__all__ = [
+    "MAX_SAFE_INTEGER",
+    "BatteriesServer",
+    "CacheHint",
+    "Caller",
+    "current_caller",
+    "cursor_offset",
+    "whole_number",
+]

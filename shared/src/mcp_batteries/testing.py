@@ -11,6 +11,8 @@
 - `PLATFORM_FAMILIES`, `forced_platform_family`: run a test on each platform family in-process;
   `without_posix_facilities`: a subprocess environment that sees a platform without
   descriptor-relative opens, `fcntl` or `/proc` (as Windows does).
+- `tasks_extension()`, `start_call`, `get_task`, `wait_task`, `update_task`, `cancel_task`: a
+  client of the tasks extension (long calls followed as tasks, 2026-07-28).
 """
 
 from mcp_batteries._core.cli import parse_settings
@@ -40,6 +42,16 @@ from mcp_batteries._testing.platforms import (
     forced_platform_family,
     without_posix_facilities,
 )
+from mcp_batteries._testing.tasks_client import (
+    CreatedTask,
+    TaskState,
+    cancel_task,
+    get_task,
+    start_call,
+    tasks_extension,
+    update_task,
+    wait_task,
+)
 
 __all__ = [
     "AUDIENCE",
@@ -49,23 +61,31 @@ __all__ = [
     "PLATFORM_FAMILIES",
     "RAW_INITIALIZE",
     "TIMEOUT_S",
+    "CreatedTask",
     "Era",
     "KeyKind",
     "Notifications",
     "RunningServer",
+    "TaskState",
     "TestIssuer",
     "b64url",
+    "cancel_task",
     "client_mode",
     "connect",
     "connect_http",
     "forced_platform_family",
+    "get_task",
     "http_server",
     "legacy_subscribe",
     "legacy_unsubscribe",
     "parse_settings",
     "script_path",
     "serve_http_in_process",
+    "start_call",
     "stdio_params",
     "without_posix_facilities",
     "write_private",
+    "tasks_extension",
+    "update_task",
+    "wait_task",
 ]

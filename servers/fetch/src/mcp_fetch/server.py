@@ -26,6 +26,7 @@ def build_server(settings: FetchServerSettings) -> BatteriesServer:
         structured_output=False,
         description=tool_description(service.settings),
         paging="call it again with a smaller max_length, and start_index where this reply stopped",
+        task_support="optional",
     )
     async def fetch(
         url: Annotated[str, Field(description="The http:// or https:// URL to fetch.")],

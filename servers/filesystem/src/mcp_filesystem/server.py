@@ -14,6 +14,8 @@ from mcp_batteries.live import LiveResources, RootsTracker
 from mcp_batteries.platform import weaker_guarantee
 from mcp_batteries.safety import AllowedDirectories, current_directory_scope
 from mcp_batteries.server import BatteriesServer
+from mcp_batteries.safety import AllowedDirectories
+from mcp_batteries.server import BatteriesServer, CacheHint
 from pydantic import BaseModel, Field
 
 from mcp_filesystem import catalog, tools
@@ -238,7 +240,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         every entry). Symbolic links are not followed."""
         return await calls.quick(ctx, tools.list_directory_with_sizes, path, sortBy, offset)
 
-    @server.tool(title="Directory tree", read_only=True, structured_output=False)
+    @server.tool(title="Directory tree", read_only=True, structured_output=False, task_support="optional")
     async def directory_tree(
         path: PathArg,
         ctx: Context[Any, Any],
@@ -254,7 +256,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
             ctx, tools.directory_tree, path, excludePatterns, max_depth, respect_gitignore
         )
 
-    @server.tool(title="Search file names", read_only=True, structured_output=False)
+    @server.tool(title="Search file names", read_only=True, structured_output=False, task_support="optional")
     async def search_files(
         path: PathArg,
         pattern: Annotated[
@@ -270,7 +272,13 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         inside files, use grep."""
         return await calls.long(ctx, tools.search_files, path, pattern, excludePatterns, offset)
 
-    @server.tool(title="Search file contents", read_only=True, structured_output=False, name="grep")
+    @server.tool(
+        title="Search file contents",
+        read_only=True,
+        structured_output=False,
+        name="grep",
+        task_support="optional",
+    )
     async def grep_tool(
         path: PathArg,
         pattern: Annotated[
@@ -338,6 +346,10 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     server.read_resources_with(
         "file://", read_file_resource, paging="read the file with read_text_file and offset/limit"
     )
+    # A file can change any second, the model's own edits included: never reuse a read (and a
+    # caller's roots decide what it may read, so nothing is shared). The runtime's default, said
+    # here because it is a decision about files.
+    server.cache(r"file://.*", CacheHint(ttl_ms=0, scope="private"))
 
     async def list_files(session: Any, cursor: str | None) -> tuple[list[Resource], str | None]:
         page, next_cursor = await calls.for_session(session, tools.list_resources, cursor)

@@ -20,7 +20,7 @@ from mcp.types import (
 )
 from mcp_batteries.errors import InvalidInput
 from mcp_batteries.live import LiveResources, RootsTracker
-from mcp_batteries.server import BatteriesServer
+from mcp_batteries.server import BatteriesServer, CacheHint
 from pydantic import BaseModel, Field
 
 from mcp_git import changes, history, network, prompts, refs, resources
@@ -258,7 +258,10 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         return text
 
     @server.tool(
-        title="Commit history", read_only=True, paging="call it again with a smaller max_count, or with skip"
+        title="Commit history",
+        read_only=True,
+        paging="call it again with a smaller max_count, or with skip",
+        task_support="optional",
     )
     async def git_log(
         ctx: Context[Any, Any],
@@ -407,7 +410,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         )
         return _reply(text, result)
 
-    @server.tool(title="Search file contents", read_only=True)
+    @server.tool(title="Search file contents", read_only=True, task_support="optional")
     async def git_grep(
         ctx: Context[Any, Any],
         pattern: Annotated[str, Field(description="An extended regular expression (as `grep -E`).")],
@@ -581,7 +584,12 @@ def build_server(settings: GitSettings) -> BatteriesServer:
     if settings.allow_network:
 
         @server.tool(
-            title="Fetch", read_only=False, open_world=True, idempotent=True, structured_output=False
+            title="Fetch",
+            read_only=False,
+            open_world=True,
+            idempotent=True,
+            structured_output=False,
+            task_support="optional",
         )
         async def git_fetch(
             ctx: Context[Any, Any],
@@ -599,7 +607,9 @@ def build_server(settings: GitSettings) -> BatteriesServer:
             )
             return text
 
-        @server.tool(title="Pull", read_only=False, open_world=True, structured_output=False)
+        @server.tool(
+            title="Pull", read_only=False, open_world=True, structured_output=False, task_support="optional"
+        )
         async def git_pull(
             ctx: Context[Any, Any],
             repo_path: RepoArg = None,
@@ -625,7 +635,9 @@ def build_server(settings: GitSettings) -> BatteriesServer:
             )
             return text
 
-        @server.tool(title="Push", read_only=False, open_world=True, structured_output=False)
+        @server.tool(
+            title="Push", read_only=False, open_world=True, structured_output=False, task_support="optional"
+        )
         async def git_push(
             ctx: Context[Any, Any],
             repo_path: RepoArg = None,
@@ -730,6 +742,16 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         read_git_resource,
         paging="use the tools (git_show, git_log, git_diff) with their paging arguments",
     )
+    # How long a 2026-07-28 client may reuse a read (private: each caller sees its own scope).
+    # The status changes with every edit; refs change on commits, branches and fetches (minutes,
+    # and subscribers hear of each at once); a full commit id names content that never changes.
+    minutes = CacheHint(ttl_ms=10_000, scope="private")
+    server.cache(r"git://[^/]+/status", CacheHint(ttl_ms=0, scope="private"))
+    server.cache(r"git://[^/]+/(log|branches|tags)", minutes)
+    server.cache(
+        r"git://[^/]+/(commit|blob)/[0-9a-f]{40}(/.*)?", CacheHint(ttl_ms=3_600_000, scope="private")
+    )
+    server.cache(r"git://[^/]+/(commit|blob)/.*", minutes)
 
     async def list_git_resources(session: Any, cursor: str | None) -> tuple[list[Resource], str | None]:
         page, next_cursor = await off_loop(service.resource_page, await roots.effective(session), cursor)
@@ -742,7 +764,8 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         ]
         return listed, next_cursor
 
-    server.list_resources_with(list_git_resources)
+    # The repositories and their refs: they change in minutes, not seconds.
+    server.list_resources_with(list_git_resources, cache=minutes)
 
     @server.completion()
     async def complete(ref: Any, argument: Any, context: Any, session: Any = None) -> Completion | None:

@@ -13,7 +13,7 @@ from mcp.types import (
     TextContent,
 )
 from mcp_batteries.live import LiveResources
-from mcp_batteries.server import BatteriesServer
+from mcp_batteries.server import BatteriesServer, CacheHint
 from pydantic import Field
 
 from mcp_sql import present
@@ -63,6 +63,7 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
         title="Run a read-only SQL query",
         read_only=True,
         idempotent=True,
+        task_support="optional",
         paging="call it again with a smaller limit and offset, or select fewer columns",
     )
     async def query(
@@ -101,7 +102,9 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
 
     if writes:
 
-        @server.tool(title="Execute SQL that changes data", read_only=False, destructive=True)
+        @server.tool(
+            title="Execute SQL that changes data", read_only=False, destructive=True, task_support="optional"
+        )
         async def execute(
             statements: Annotated[
                 list[str],
@@ -204,7 +207,11 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
         entries, next_cursor = await databases.resources_page(cursor)
         return [Resource(**vars(e)) for e in entries], next_cursor
 
-    server.list_resources_with(list_table_resources)
+    # Schemas change rarely (migrations), and subscribers hear of each change at once; private:
+    # what a database holds is for the callers allowed to use it.
+    schema_hint = CacheHint(ttl_ms=60_000, scope="private")
+    server.list_resources_with(list_table_resources, cache=schema_hint)
+    server.cache(r"sql://.*", schema_hint)
 
     @server.completion()
     async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:

@@ -19,6 +19,8 @@ from mcp.types import (
 )
 from mcp_batteries.errors import BatteriesError
 from mcp_batteries.server import BatteriesServer, current_caller, cursor_offset
+from mcp_batteries.errors import BatteriesError, InvalidInput
+from mcp_batteries.server import BatteriesServer, CacheHint, current_caller
 from pydantic import BaseModel, Field
 
 from mcp_tasks import live, prompts, render, uris
@@ -397,7 +399,11 @@ def build_server(settings: TasksSettings) -> BatteriesServer:
         ]
         return found, str(start + RESOURCE_PAGE) if more else None
 
-    server.list_resources_with(list_task_resources)
+    # Lists and tasks are per caller (private) and change with every write, the model's own
+    # included: never reuse a read.
+    per_caller = CacheHint(ttl_ms=0, scope="private")
+    server.list_resources_with(list_task_resources, cache=per_caller)
+    server.cache(r"tasks://.*", per_caller)
 
     @server.completion()
     async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:

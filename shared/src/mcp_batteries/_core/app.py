@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import anyio
 from mcp.server import MCPServer, ServerRequestContext
+from mcp.server.caching import CacheHint
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import (
@@ -56,9 +57,11 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.applications import Starlette
 
+from mcp_batteries._core.cache_hints import DEFAULT_CACHE_HINTS, ReadHints
 from mcp_batteries._core.identity import current_caller
 from mcp_batteries._core.notify import RESOURCE_LIST, Interest, Notifier
 from mcp_batteries._core.settings import ServerSettings
+from mcp_batteries._core.tasks_extension import TasksExtension, TaskSupport
 from mcp_batteries._core.version import distribution_version
 from mcp_batteries._protocol import sdk
 from mcp_batteries._protocol.frames import FrameGuard
@@ -66,6 +69,7 @@ from mcp_batteries._protocol.strict import strict_arguments
 from mcp_batteries._safety.bounds import bound_reply
 from mcp_batteries._safety.names import scrub
 from mcp_batteries._safety.redact import redact_text
+from mcp_batteries._work.tasks import TaskLimits, TaskStore, announcing
 from mcp_batteries.errors import AccessDenied, BatteriesError, ConfigError, InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
@@ -288,6 +292,11 @@ class BatteriesServer:
         #: How to get the rest of a reply the runtime cut (`bounds`): by "method:name" or URI prefix.
         self._paging: dict[str, str] = {}
         self._resource_paging: list[tuple[str, str]] = []
+        #: Long tool calls as tasks (docs/long-work.md): the tools that may become tasks, and
+        #: the store that runs them and keeps their results, per caller, bounded.
+        self.task_tools: dict[str, TaskSupport] = {}
+        self.tasks = TaskStore(TaskLimits(promote_after=settings.task_after, ttl_s=settings.task_ttl))
+        self.read_hints = ReadHints()
         self.mcp = _Server(
             f"mcp-{settings.server_name}",
             title=title,
@@ -296,7 +305,11 @@ class BatteriesServer:
             lifespan=self._lifespan,
             subscriptions=self.bus,
             log_level=settings.log_level.upper(),  # type: ignore[arg-type]
+            extensions=[TasksExtension(self.tasks, self.task_tools)] if settings.tasks else [],
+            cache_hints=DEFAULT_CACHE_HINTS,
         )
+        if settings.tasks:
+            self.service(self.tasks.running)
         #: Tools that change things: hidden from, and refused to, callers who may not write.
         self.writing_tools: set[str] = set()
         self.mcp.writing_tools = self.writing_tools
@@ -306,11 +319,14 @@ class BatteriesServer:
         sdk.add_request_handler(
             self.mcp, "subscriptions/listen", SubscriptionsListenRequestParams, self._on_listen
         )
-        # Outermost, so it answers for everything inside, other middleware included.
-        self.mcp.middleware.insert(0, self._answer_every_request)
+        # Outermost but for the SDK's OpenTelemetry span (the first middleware), so it answers for
+        # everything inside, other middleware included, and what it logs carries the request's
+        # trace id (`mcp_batteries._protocol.trace`).
+        self.mcp.middleware.insert(1, self._answer_every_request)
         self.mcp.middleware.append(self._track_legacy_connections)
         # Innermost: every tool result, resource read and prompt, whatever produced it.
         self.mcp.middleware.append(self._bound_reply)
+        self.mcp.middleware.append(self.read_hints.middleware)
         # Stateless HTTP gives legacy clients no channel for unsolicited messages: advertising
         # subscribe or listChanged there would promise notifications that can never arrive.
         self.legacy_notifications = not (settings.transport == "http" and settings.stateless)
@@ -340,6 +356,7 @@ class BatteriesServer:
         structured_output: bool | None = None,
         description: str | None = None,
         paging: str | None = None,
+        task_support: TaskSupport = "forbidden",
     ) -> Callable[[F], F]:
         """Register a tool unless read-only mode or the operator's tool lists exclude it.
 
@@ -347,6 +364,11 @@ class BatteriesServer:
         pessimistic defaults (destructive, open-world) by omission. `paging`: how to get the rest
         when the runtime cuts a reply over the cap (e.g. "call again with a larger start_index"),
         quoted in the note it adds (`mcp_batteries._safety.bounds`).
+
+        `task_support="optional"`: the call may run long; a client that supports tasks
+        (2026-07-28) gets a task once the call has worked `--task-after` seconds (see
+        `mcp_batteries._core.tasks_extension`). Its body should be the work itself: checks
+        and questions made through `Resolve` parameters run before, in the request.
         """
 
         def register(fn: F) -> F:
@@ -360,8 +382,10 @@ class BatteriesServer:
                 self.writing_tools.add(tool_name)
             if paging is not None:
                 self._paging[f"tools/call:{tool_name}"] = paging
+            if task_support != "forbidden":
+                self.task_tools[tool_name] = task_support
             self.mcp.add_tool(
-                fn,
+                announcing(fn) if task_support != "forbidden" else fn,
                 name=tool_name,
                 title=title,
                 # The model reads this: the docstring without its source indentation.
@@ -450,8 +474,15 @@ class BatteriesServer:
         if paging is not None:
             self._resource_paging.append((prefix, paging))
 
-    def list_resources_with(self, lister: ResourceLister) -> None:
-        """Serve `resources/list` from `lister`, paginated, after any static resources."""
+    def cache(self, uri_pattern: str, hint: CacheHint) -> None:
+        """Tell 2026-07-28 clients how long they may reuse a `resources/read` of a URI that
+        `uri_pattern` (a regular expression) matches whole, and whether across callers (the
+        first matching pattern wins; see `mcp_batteries._core.cache_hints` for the defaults)."""
+        self.read_hints.add(uri_pattern, hint)
+
+    def list_resources_with(self, lister: ResourceLister, *, cache: CacheHint | None = None) -> None:
+        """Serve `resources/list` from `lister`, paginated, after any static resources; `cache`
+        is how long a 2026-07-28 client may reuse a page (default: ask again each time)."""
 
         async def handler(
             ctx: ServerRequestContext[Any], params: PaginatedRequestParams
@@ -462,7 +493,11 @@ class BatteriesServer:
                 dynamic, next_cursor = await lister(ctx.session, cursor)
             except BatteriesError as exc:
                 raise MCPError(INVALID_PARAMS, said(exc)) from exc
-            return ListResourcesResult(resources=static + dynamic, next_cursor=next_cursor)
+            result = ListResourcesResult(resources=static + dynamic, next_cursor=next_cursor)
+            if cache is None:
+                return result
+            # Set explicitly, so the SDK's server-wide default does not replace it.
+            return result.model_copy(update={"ttl_ms": cache.ttl_ms, "cache_scope": cache.scope})
 
         sdk.add_request_handler(self.mcp, "resources/list", PaginatedRequestParams, handler)
 

@@ -108,6 +108,18 @@ class ServerSettings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "warning", description="Logging threshold; logs always go to stderr."
     )
+    # Long tool calls as tasks (io.modelcontextprotocol/tasks; mcp_batteries._work.tasks, docs/long-work.md).
+    tasks: bool = Field(
+        True, description="Let clients that support tasks follow long tool calls as tasks (2026-07-28)."
+    )
+    task_after: float = Field(
+        1.0,
+        ge=0,
+        description="Seconds a long call works before it becomes a task (for a client that supports tasks).",
+    )
+    task_ttl: float = Field(
+        3600.0, gt=0, description="Seconds a finished task's result stays readable by its caller."
+    )
     auth_token_file: Path | None = Field(
         None,
         description="HTTP: file holding the bearer token clients must send (or set MCP_AUTH_TOKEN).",

@@ -10,15 +10,18 @@ import logging
 import sys
 
 from mcp_batteries._safety.redact import RedactingFormatter
+from mcp_batteries._protocol.trace import TraceLogFilter
 
 __all__ = ["configure_logging", "say", "tune_gc"]
 
 
 def configure_logging(level: str) -> None:
-    """Logs go to stderr, always: on stdio, stdout belongs to the protocol."""
+    """Logs go to stderr, always: on stdio, stdout belongs to the protocol. A line logged while
+    handling a request that carried a trace context names its trace (`_protocol/trace.py`)."""
     handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(TraceLogFilter())
     # Through the one redaction: no log line shows a password, whichever code wrote it.
-    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s:%(trace)s %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
