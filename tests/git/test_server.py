@@ -396,6 +396,8 @@ async def test_roots_outside_every_allowed_repository_refuse_and_name_the_roots(
     assert refused.is_error
     assert str(elsewhere) in text(refused) and str(project) in text(refused), text(refused)
     assert "none of this client's roots" in text(refused)
+
+
 async def test_cache_hints_follow_how_fast_each_resource_changes(project: Path) -> None:
     head = run_git(project, "rev-parse", "HEAD").strip()
     async with connect(server_for(project), "modern", cache=None) as c:

@@ -20,7 +20,7 @@ import anyio
 import pytest
 from mcp_batteries.testing import http_server
 
-from ..conformance.node import ROOT, ensure_installed, node_env
+from ..node import ROOT, ensure_pinned, node_env
 
 PIN = ROOT / "tests" / "clients" / "typescript"
 INSTALLED = ROOT / ".tools" / "typescript-client"
@@ -53,7 +53,7 @@ async def test_the_typescript_client_follows_a_long_query_as_a_task_and_gets_it_
     tmp_path: Path,
 ) -> None:
     env = node_env()
-    await anyio.to_thread.run_sync(ensure_installed, PIN, INSTALLED, env)
+    await anyio.to_thread.run_sync(ensure_pinned, PIN, INSTALLED, env)
     shop = tmp_path / "shop.db"
     with sqlite3.connect(shop) as db:
         db.execute("CREATE TABLE orders (total INTEGER)")

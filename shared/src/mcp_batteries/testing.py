@@ -83,9 +83,9 @@ __all__ = [
     "serve_http_in_process",
     "start_call",
     "stdio_params",
-    "without_posix_facilities",
-    "write_private",
     "tasks_extension",
     "update_task",
     "wait_task",
+    "without_posix_facilities",
+    "write_private",
 ]

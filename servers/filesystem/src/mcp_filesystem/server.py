@@ -13,8 +13,6 @@ from mcp.types import AudioContent, Completion, ImageContent, Resource, Resource
 from mcp_batteries.live import LiveResources, RootsTracker
 from mcp_batteries.platform import weaker_guarantee
 from mcp_batteries.safety import AllowedDirectories, current_directory_scope
-from mcp_batteries.server import BatteriesServer
-from mcp_batteries.safety import AllowedDirectories
 from mcp_batteries.server import BatteriesServer, CacheHint
 from pydantic import BaseModel, Field
 

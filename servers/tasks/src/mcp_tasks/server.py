@@ -18,9 +18,7 @@ from mcp.types import (
     TextContent,
 )
 from mcp_batteries.errors import BatteriesError
-from mcp_batteries.server import BatteriesServer, current_caller, cursor_offset
-from mcp_batteries.errors import BatteriesError, InvalidInput
-from mcp_batteries.server import BatteriesServer, CacheHint, current_caller
+from mcp_batteries.server import BatteriesServer, CacheHint, current_caller, cursor_offset
 from pydantic import BaseModel, Field
 
 from mcp_tasks import live, prompts, render, uris

@@ -9,8 +9,8 @@ import gc
 import logging
 import sys
 
-from mcp_batteries._safety.redact import RedactingFormatter
 from mcp_batteries._protocol.trace import TraceLogFilter
+from mcp_batteries._safety.redact import RedactingFormatter
 
 __all__ = ["configure_logging", "say", "tune_gc"]
 
