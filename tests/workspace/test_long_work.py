@@ -36,6 +36,7 @@ from mcp_batteries.testing import (
     tasks_extension,
     update_task,
     wait_task,
+    write_private,
 )
 
 pytestmark = pytest.mark.anyio
@@ -181,12 +182,12 @@ async def test_over_stdio_a_cancelled_query_stops_and_a_finished_task_expires(tm
 
 
 async def test_over_http_one_callers_tasks_do_not_exist_for_another(tmp_path: Path) -> None:
-    tokens = tmp_path / "tokens.toml"
-    tokens.write_text(
+    tokens = write_private(
+        tmp_path / "tokens.toml",
         "".join(
             f'[[tokens]]\nuser = "{user}"\nsha256 = "{hashlib.sha256(token.encode()).hexdigest()}"\n\n'
             for user, token in (("alice", ALICE), ("bob", BOB))
-        )
+        ),
     )
     shop = database(tmp_path / "shop.db")
     args = (f"sqlite:///{shop}", "--task-after", "0", "--tokens-file", str(tokens))
