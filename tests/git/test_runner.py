@@ -86,3 +86,33 @@ def test_a_failing_action_does_not_stop_later_deadlines() -> None:
     deadlines.arm(0.01, fail)
     deadlines.arm(0.05, after.set)
     assert after.wait(10)
+
+
+@pytest.mark.anyio
+async def test_a_call_cancelled_before_its_thread_starts_returns_and_never_runs() -> None:
+    import anyio
+    from mcp_git.runner import off_loop
+
+    ran = threading.Event()
+    with anyio.fail_after(10):  # a cancelled caller must not wait for a thread that never ran
+        with anyio.CancelScope() as scope:
+            scope.cancel()
+            await off_loop(ran.set)
+        assert scope.cancelled_caught
+        await anyio.to_thread.run_sync(lambda: None)  # the pool has moved on
+    assert not ran.is_set()
+
+
+@pytest.mark.anyio
+async def test_many_calls_cancelled_at_every_moment_all_return() -> None:
+    import anyio
+    from mcp_git.runner import off_loop
+
+    def busy() -> None:
+        for _ in range(20_000):
+            pass
+
+    with anyio.fail_after(30):
+        for index in range(300):
+            with anyio.move_on_after(index * 0.00001):
+                await off_loop(busy)

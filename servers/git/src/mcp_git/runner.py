@@ -128,6 +128,10 @@ class Cancellation:
 _current: ContextVar[Cancellation | None] = ContextVar("mcp_git_cancellation", default=None)
 
 
+class _Abandoned(Exception):
+    """Raised, to no one, by a worker that picks up work its caller gave up before it started."""
+
+
 async def off_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Run blocking `fn` in a worker thread; if the caller is cancelled, kill its git processes.
 
@@ -138,8 +142,14 @@ async def off_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """
     token = Cancellation()
     ended = threading.Event()
+    phase_lock = threading.Lock()
+    phase = ["queued"]  # -> "running" in the worker, or -> "abandoned" by a cancelled caller
 
     def work() -> T:
+        with phase_lock:
+            if phase[0] == "abandoned":  # the caller is gone: do not start its work at all
+                raise _Abandoned
+            phase[0] = "running"
         reset = _current.set(token)
         try:
             return fn(*args, **kwargs)
@@ -151,8 +161,13 @@ async def off_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
     except anyio.get_cancelled_exc_class():
         token.cancel()
-        with anyio.CancelScope(shield=True):  # the thread is always waited for
-            await anyio.to_thread.run_sync(ended.wait)
+        with phase_lock:
+            running = phase[0] == "running"
+            if not running:
+                phase[0] = "abandoned"
+        if running:
+            with anyio.CancelScope(shield=True):  # a thread that started is always waited for
+                await anyio.to_thread.run_sync(ended.wait)
         raise
 
 
