@@ -18,7 +18,10 @@ Every 10 s (`--sample-every`) the server process is sampled: RSS, open file desc
 threads, and the calls, errors and latencies of the interval. The report is that curve and a
 verdict: 0 errors, and after the warm-up (`--warmup-share` of the run, at least 60 s unless the
 run is shorter) RSS may grow by at most `--max-rss-growth-mib` and descriptors by at most
-`--max-fd-growth` (first vs last samples, each the median of three). Exits 1 when the verdict fails.
+`--max-fd-growth` (the first vs the last quarter of the samples after the warm-up: the median RSS,
+the fewest descriptors and threads, since calls in flight hold some for a moment). Exits 1 when
+the verdict fails. `--trace-memory` runs the bundle under tracemalloc and lists where memory grew
+after the warm-up.
 """
 
 from __future__ import annotations
@@ -109,12 +112,53 @@ class Server:
         }
 
 
+#: --trace-memory: the bundle's console script run with a SIGUSR1 handler that writes a
+#: tracemalloc snapshot (after a full collection) to $SOAK_SNAPSHOTS/snapshot-N.bin.
+_TRACED = """
+import gc, itertools, os, runpy, signal, sys, tracemalloc
+numbers = itertools.count(1)
+def dump(signum, frame):
+    gc.collect()
+    target = os.path.join(os.environ["SOAK_SNAPSHOTS"], f"snapshot-{next(numbers)}.bin")
+    tracemalloc.take_snapshot().dump(target + ".part")
+    os.replace(target + ".part", target)
+signal.signal(signal.SIGUSR1, dump)
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+async def snapshot(server: Server, directory: Path, number: int) -> Path:
+    """Ask the traced bundle for snapshot `number` and wait until it is written."""
+    target = directory / f"snapshot-{number}.bin"
+    server.process.send_signal(signal.SIGUSR1)
+    while not target.exists():  # noqa: ASYNC110 - another process writes it: nothing to wait on
+        await asyncio.sleep(0.2)
+    return target
+
+
+def memory_growth(first: Path, last: Path, top: int = 15) -> None:
+    """Where the traced bundle's memory grew between two snapshots (by allocation site)."""
+    import tracemalloc
+
+    before, after = tracemalloc.Snapshot.load(str(first)), tracemalloc.Snapshot.load(str(last))
+    print(f"\nmemory growth by allocation site (tracemalloc), top {top}:")
+    for stat in after.compare_to(before, "traceback")[:top]:
+        print(f"  {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7} blocks")
+        for line in stat.traceback.format(limit=6, most_recent_first=True):
+            print(f"      {line}")
+
+
 @contextlib.contextmanager
-def bundle(config: Path, log: Path) -> Iterator[Server]:
+def bundle(config: Path, log: Path, snapshots: Path | None = None) -> Iterator[Server]:
     script = Path(sys.executable).parent / "mcp-batteries"
     command = [str(script), "serve", *SERVERS, "--config", str(config), "--port", "0"]
+    env = dict(os.environ)
+    if snapshots is not None:
+        command = [sys.executable, "-X", "tracemalloc=12", "-c", _TRACED, *command]
+        env["SOAK_SNAPSHOTS"] = str(snapshots)
     process = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
     )
     assert process.stderr is not None
     try:
@@ -316,7 +360,13 @@ async def soak(options: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     all_errors: list[str] = []
     by_tool: dict[str, list[float]] = {}  # after the warm-up
-    with bundle(config, log) as server:
+    snapshots = work / "snapshots" if options.trace_memory else None
+    if snapshots is not None:
+        snapshots.mkdir(exist_ok=True)
+        for old in snapshots.glob("snapshot-*"):
+            old.unlink()
+    taken: list[Path] = []
+    with bundle(config, log, snapshots) as server:
         mix = Mix(tree, repo, options.heavy_share)
         box = [Interval()]
         stop = asyncio.Event()
@@ -352,12 +402,16 @@ async def soak(options: argparse.Namespace) -> int:
             last_cpu = cpu
             rows.append(row)
             all_errors += interval.errors
+            if snapshots is not None and not taken and row["t_s"] >= warmup:
+                taken.append(await snapshot(server, snapshots, 1))
             if row["t_s"] > warmup:
                 for tool, times in interval.by_tool.items():
                     by_tool.setdefault(tool, []).extend(times)
             print(" ".join(f"{row[key]:>{width}{form}}" for key, width, form in COLUMNS), flush=True)
             for error in interval.errors[:3]:
                 print(f"      error: {error}", flush=True)
+        if snapshots is not None and taken:
+            taken.append(await snapshot(server, snapshots, 2))
         stop.set()
         await asyncio.gather(*clients, return_exceptions=True)
         alive = server.process.poll() is None
@@ -367,6 +421,8 @@ async def soak(options: argparse.Namespace) -> int:
             f"  {tool:26} {len(times):>8,} calls"
             f"  p50 {pct(times, 0.5):7.1f} ms  p99 {pct(times, 0.99):7.1f} ms"
         )
+    if len(taken) == 2:
+        memory_growth(*taken)
     return verdict(rows, all_errors, warmup, options, alive)
 
 
@@ -383,9 +439,14 @@ def verdict(
         print("\nverdict: too short to judge growth (run longer than the warm-up)")
         return 1
 
+    # Each end is a quarter of the samples after the warm-up (at least 3): RSS by its median;
+    # descriptors and threads by their minimum, since calls in flight hold pipes, sockets and
+    # threads for a moment, while a leaked one is never given back.
+    window = max(3, len(after) // 4)
+
     def edge(key: str, last: bool) -> float:
-        part = after[-3:] if last else after[:3]
-        return float(statistics.median(r[key] for r in part))
+        values = [r[key] for r in (after[-window:] if last else after[:window])]
+        return float(statistics.median(values) if key == "rss_mib" else min(values))
 
     rss_growth = edge("rss_mib", True) - edge("rss_mib", False)
     fd_growth = edge("fds", True) - edge("fds", False)
@@ -446,6 +507,11 @@ def main() -> None:
     parser.add_argument("--max-fd-growth", type=int, default=16, help="descriptor bound after warm-up")
     parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "mcp-batteries-soak"))
     parser.add_argument("--json", default="", help="also write the samples to this file")
+    parser.add_argument(
+        "--trace-memory",
+        action="store_true",
+        help="run the bundle under tracemalloc (slower): where memory grew after the warm-up",
+    )
     parser.add_argument("--quick", action="store_true", help="20 clients, 1 minute, a sample every 5 s")
     options = parser.parse_args()
     if options.quick:
