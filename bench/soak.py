@@ -142,7 +142,12 @@ def memory_growth(first: Path, last: Path, top: int = 15) -> None:
     import tracemalloc
 
     before, after = tracemalloc.Snapshot.load(str(first)), tracemalloc.Snapshot.load(str(last))
-    print(f"\nmemory growth by allocation site (tracemalloc), top {top}:")
+    totals = [sum(t.size for t in s.traces) / 2**20 for s in (before, after)]
+    print(
+        f"\nPython heap (traced by tracemalloc): {totals[0]:.1f} -> {totals[1]:.1f} MiB "
+        f"({totals[1] - totals[0]:+.1f}); the rest of RSS is C allocations (SQLite caches, "
+        f"buffers) and the allocators' free space; growth by allocation site, top {top}:"
+    )
     for stat in after.compare_to(before, "traceback")[:top]:
         print(f"  {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7} blocks")
         for line in stat.traceback.format(limit=6, most_recent_first=True):
@@ -150,12 +155,12 @@ def memory_growth(first: Path, last: Path, top: int = 15) -> None:
 
 
 @contextlib.contextmanager
-def bundle(config: Path, log: Path, snapshots: Path | None = None) -> Iterator[Server]:
+def bundle(config: Path, log: Path, snapshots: Path | None = None, frames: int = 1) -> Iterator[Server]:
     script = Path(sys.executable).parent / "mcp-batteries"
     command = [str(script), "serve", *SERVERS, "--config", str(config), "--port", "0"]
     env = dict(os.environ)
     if snapshots is not None:
-        command = [sys.executable, "-X", "tracemalloc=12", "-c", _TRACED, *command]
+        command = [sys.executable, "-X", f"tracemalloc={frames}", "-c", _TRACED, *command]
         env["SOAK_SNAPSHOTS"] = str(snapshots)
     process = subprocess.Popen(
         command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
@@ -339,6 +344,8 @@ async def soak(options: argparse.Namespace) -> int:
     tree, database = make_data(work, files=200)
     repo = make_repository(work)
     tasks_db = work / "tasks.db"
+    for stale in (tasks_db, work / "tasks.db-wal", work / "tasks.db-shm"):
+        stale.unlink(missing_ok=True)  # every run starts with no tasks (they pile up otherwise)
     config = work / "bundle.toml"
     config.write_text(
         f'[filesystem]\ndirectories = ["{tree}"]\n'
@@ -366,7 +373,7 @@ async def soak(options: argparse.Namespace) -> int:
         for old in snapshots.glob("snapshot-*"):
             old.unlink()
     taken: list[Path] = []
-    with bundle(config, log, snapshots) as server:
+    with bundle(config, log, snapshots, options.trace_frames) as server:
         mix = Mix(tree, repo, options.heavy_share)
         box = [Interval()]
         stop = asyncio.Event()
@@ -511,6 +518,9 @@ def main() -> None:
         "--trace-memory",
         action="store_true",
         help="run the bundle under tracemalloc (slower): where memory grew after the warm-up",
+    )
+    parser.add_argument(
+        "--trace-frames", type=int, default=1, help="frames per traced allocation (default 1; more is slower)"
     )
     parser.add_argument("--quick", action="store_true", help="20 clients, 1 minute, a sample every 5 s")
     options = parser.parse_args()
