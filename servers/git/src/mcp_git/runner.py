@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-import anyio.lowlevel
 import anyio.to_thread
 from mcp_batteries.errors import AccessDenied, LimitExceeded, UpstreamError
 from mcp_batteries.platform import kill_process_tree
