@@ -155,9 +155,11 @@ def memory_growth(first: Path, last: Path, top: int = 15) -> None:
 
 
 @contextlib.contextmanager
-def bundle(config: Path, log: Path, snapshots: Path | None = None, frames: int = 1) -> Iterator[Server]:
+def bundle(
+    config: Path, log: Path, servers: list[str], snapshots: Path | None = None, frames: int = 1
+) -> Iterator[Server]:
     script = Path(sys.executable).parent / "mcp-batteries"
-    command = [str(script), "serve", *SERVERS, "--config", str(config), "--port", "0"]
+    command = [str(script), "serve", *servers, "--config", str(config), "--port", "0"]
     env = dict(os.environ)
     if snapshots is not None:
         command = [sys.executable, "-X", f"tracemalloc={frames}", "-c", _TRACED, *command]
@@ -201,19 +203,25 @@ class Mix:
     tree: Path
     repo: Path
     heavy_share: float
+    servers: list[str]
+
+    def _served(self, rng: random.Random, calls: list[Call]) -> Call:
+        return rng.choice([c for c in calls if c.path.split("/")[1] in self.servers])
 
     def choose(self, rng: random.Random) -> Call:
         if rng.random() >= self.heavy_share:
-            return rng.choice(
+            return self._served(
+                rng,
                 [
                     Call("/filesystem/mcp", "list_allowed_directories", {}, heavy=False),
                     Call("/git/mcp", "git_branch", {"branch_type": "local"}, heavy=False),
                     Call("/sql/mcp", "list_tables", {}, heavy=False),
                     Call("/tasks/mcp", "next_task", {}, heavy=False),
                     Call("/tasks/mcp", "list_lists", {}, heavy=False),
-                ]
+                ],
             )
-        return rng.choice(
+        return self._served(
+            rng,
             [
                 Call(
                     "/filesystem/mcp",
@@ -228,7 +236,7 @@ class Mix:
                 Call("/git/mcp", "git_status", {}, heavy=True),
                 Call("/tasks/mcp", "list_tasks", {"status": ["open"], "limit": 50}, heavy=True),
                 Call("/tasks/mcp", "add_task", {"title": "soak"}, heavy=True),  # then complete_task
-            ]
+            ],
         )
 
 
@@ -276,7 +284,7 @@ async def client_loop(
 ) -> None:
     rng = random.Random(number)
     client = SoakClient(server.host, server.port, era)
-    paths = [f"/{name}/mcp" for name in SERVERS]
+    paths = [f"/{name}/mcp" for name in mix.servers]
     calls = 0
     try:
         while not stop.is_set():
@@ -354,13 +362,17 @@ async def soak(options: argparse.Namespace) -> int:
         f'[tasks]\ndb = "{tasks_db}"\n'
     )
     duration = options.minutes * 60
+    servers = [name for name in options.servers.split(",") if name]
+    unknown = set(servers) - set(SERVERS)
+    if unknown or not servers:
+        raise SystemExit(f"--servers: choose among {', '.join(SERVERS)}")
     warmup = min(max(60.0, duration * options.warmup_share), duration / 2)
     log = work / "bundle.stderr.log"
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     print(
         f"soak: {options.clients} clients ({options.clients - options.clients // 2} legacy sessions, "
         f"{options.clients // 2} 2026-07-28), {options.minutes:g} min, warm-up {warmup:.0f} s, "
-        f"{options.heavy_share:.0%} heavy calls; servers {', '.join(SERVERS)}; cores {os.cpu_count()}; "
+        f"{options.heavy_share:.0%} heavy calls; servers {', '.join(servers)}; cores {os.cpu_count()}; "
         f"load average {load}; bundle log {log}",
         flush=True,
     )
@@ -373,8 +385,8 @@ async def soak(options: argparse.Namespace) -> int:
         for old in snapshots.glob("snapshot-*"):
             old.unlink()
     taken: list[Path] = []
-    with bundle(config, log, snapshots, options.trace_frames) as server:
-        mix = Mix(tree, repo, options.heavy_share)
+    with bundle(config, log, servers, snapshots, options.trace_frames) as server:
+        mix = Mix(tree, repo, options.heavy_share, servers)
         box = [Interval()]
         stop = asyncio.Event()
         eras = ["legacy" if n % 2 == 0 else "modern" for n in range(options.clients)]
@@ -513,6 +525,9 @@ def main() -> None:
     parser.add_argument("--max-rss-growth-mib", type=float, default=32.0, help="RSS bound after warm-up")
     parser.add_argument("--max-fd-growth", type=int, default=16, help="descriptor bound after warm-up")
     parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "mcp-batteries-soak"))
+    parser.add_argument(
+        "--servers", default=",".join(SERVERS), help="the bundle's servers (default: all four)"
+    )
     parser.add_argument("--json", default="", help="also write the samples to this file")
     parser.add_argument(
         "--trace-memory",
