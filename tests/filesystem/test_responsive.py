@@ -111,7 +111,7 @@ async def test_a_cancelled_call_returns_once_its_thread_has_stopped() -> None:
     with anyio.move_on_after(0.2):
         await run_cancellable(work)
     assert finished.is_set(), "the worker thread still runs after the call returned"
-    assert time.monotonic() - started < 1.0 and len(units_done) < 100
+    assert time.monotonic() - started < 5.0 and len(units_done) < 100
 
 
 async def _ping_while(client: object, call: object) -> tuple[float, object]:
