@@ -1,0 +1,193 @@
+"""What a destructive call would lose, in the words its user is asked to confirm.
+
+`delete_path` loses a file, a link or a tree (every file named with its size, up to a limit);
+`write_file` loses the current content of a file its caller has not read (`ReadLedger`: which
+version of which file each caller has read or written). None means nothing would be lost, so
+nothing is asked. The descriptions stat without following links; a file's content is read only
+to see whether a write would change it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from collections import OrderedDict
+from datetime import UTC, datetime
+from pathlib import Path
+
+from mcp_batteries.safety import AllowedDirectories, display_path, is_link_like, open_for_read
+
+from mcp_filesystem.access import resolve
+
+__all__ = ["MAX_NAMED", "ReadLedger", "describe_deletion", "describe_overwrite", "human_size"]
+
+#: Files named one by one in a question; the rest are counted.
+MAX_NAMED = 20
+#: Entries a tree's description walks at most (a question must come quickly); beyond, "at least".
+MAX_WALKED = 100_000
+
+
+def human_size(size: int) -> str:
+    if size < 1024:
+        return f"{size} bytes" if size != 1 else "1 byte"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def _modified(st: os.stat_result) -> str:
+    return datetime.fromtimestamp(st.st_mtime, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def describe_deletion(allowed: AllowedDirectories, path: str, recursive: bool) -> str | None:
+    """What `delete_path(path, recursive)` would destroy, or None (nothing of value, or the call
+    will fail anyway and say why: a missing path, a non-empty directory without `recursive`)."""
+    try:
+        real = resolve(allowed, path, follow_symlinks=False, allow_root_itself=False)
+        st = real.lstat()
+    except FileNotFoundError:
+        return None
+    shown = display_path(real)
+    if is_link_like(st):
+        try:
+            target = os.readlink(real)
+        except OSError:
+            target = "?"
+        return f"delete the symbolic link {shown} (pointing to {display_path(target)}; the target stays)"
+    if stat.S_ISREG(st.st_mode):
+        return f"delete the file {shown} ({human_size(st.st_size)}, last modified {_modified(st)})"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"delete the special file {shown}"
+    if not recursive:
+        return None  # an empty directory is deleted (nothing lost), a full one is refused
+    return _describe_tree(real, shown)
+
+
+def _describe_tree(real: Path, shown: str) -> str | None:
+    files: list[tuple[str, int]] = []
+    directories = links = others = walked = 0
+    total = 0
+    complete = True
+    for top, dirnames, filenames in os.walk(real, followlinks=False):
+        for name in sorted(dirnames):
+            full = os.path.join(top, name)
+            if os.path.islink(full):
+                links += 1
+            else:
+                directories += 1
+        for name in sorted(filenames):
+            walked += 1
+            full = os.path.join(top, name)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                files.append((os.path.relpath(full, real), st.st_size))
+                total += st.st_size
+            elif stat.S_ISLNK(st.st_mode):
+                links += 1
+            else:
+                others += 1
+        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(top, d)))
+        walked += len(dirnames)
+        if walked >= MAX_WALKED:
+            complete = False
+            break
+    if not files and not links and not others and not directories:
+        return f"delete the empty directory {shown}"
+    at_least = "" if complete else "at least "
+    parts = [f"{at_least}{len(files)} file{'s' if len(files) != 1 else ''} ({human_size(total)})"]
+    if directories:
+        parts.append(f"{directories} director{'ies' if directories != 1 else 'y'}")
+    if links:
+        parts.append(f"{links} symbolic link{'s' if links != 1 else ''}")
+    if others:
+        parts.append(f"{others} special file{'s' if others != 1 else ''}")
+    lines = [f"delete the directory {shown} and everything in it: {', '.join(parts)}"]
+    for rel, size in files[:MAX_NAMED]:
+        lines.append(f"  {display_path(rel)} ({human_size(size)})")
+    if len(files) > MAX_NAMED:
+        rest = sum(size for _, size in files[MAX_NAMED:])
+        lines.append(f"  ... and {at_least}{len(files) - MAX_NAMED} more files ({human_size(rest)})")
+    return "\n".join(lines)
+
+
+# -- overwriting -----------------------------------------------------------------------------
+
+#: A file's version as its caller saw it: device, inode, size, modification time (ns).
+Version = tuple[int, int, int, int]
+
+
+def _version(st: os.stat_result) -> Version:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class ReadLedger:
+    """Which version of which file each caller has read or written, most recent first, bounded.
+
+    `write_file` over a file whose current version its caller has seen loses nothing the caller
+    does not know; over any other existing file, it asks first. Per process: a caller served by
+    another replica is asked (the safe side).
+    """
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self._capacity = capacity
+        self._seen: OrderedDict[tuple[str, Path], Version] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def saw(self, caller: str, real: Path) -> None:
+        """Record the version of `real` now on disk as seen by `caller` (after a read or a write)."""
+        try:
+            st = os.stat(real)
+        except OSError:
+            return
+        with self._lock:
+            key = (caller, real)
+            self._seen[key] = _version(st)
+            self._seen.move_to_end(key)
+            while len(self._seen) > self._capacity:
+                self._seen.popitem(last=False)
+
+    def saw_path(self, allowed: AllowedDirectories, caller: str, path: str) -> None:
+        """`saw` for a path as the caller wrote it (one that fails to resolve is not recorded)."""
+        try:
+            self.saw(caller, resolve(allowed, path))
+        except Exception:
+            return
+
+    def has_seen(self, caller: str, real: Path, st: os.stat_result) -> bool:
+        with self._lock:
+            return self._seen.get((caller, real)) == _version(st)
+
+
+def describe_overwrite(
+    allowed: AllowedDirectories, path: str, content: str, ledger: ReadLedger, caller: str
+) -> str | None:
+    """What `write_file(path, content)` would lose: the current content of an existing file that
+    `caller` has not read (or written) in its current version, unless the content is the same.
+    None for a new file, or one the call will refuse anyway (a directory, a special file)."""
+    try:
+        real = resolve(allowed, path, must_exist=False, allow_root_itself=False)
+        st = os.stat(real)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size == 0 or ledger.has_seen(caller, real, st):
+        return None
+    new = content.encode("utf-8", "surrogatepass")
+    if len(new) == st.st_size:
+        try:
+            with os.fdopen(open_for_read(real, allowed), "rb") as f:
+                if f.read(st.st_size + 1) == new:
+                    return None  # the same bytes: nothing lost
+        except OSError:
+            pass
+    return (
+        f"replace the file {display_path(real)} ({human_size(st.st_size)}, last modified {_modified(st)}), "
+        f"which this client has not read, with {human_size(len(new))} of new content: its current "
+        "content will be lost"
+    )
