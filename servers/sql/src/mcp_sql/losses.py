@@ -4,7 +4,8 @@ Statements that delete rows or alter schema (DELETE, DROP, TRUNCATE, ALTER) are 
 with the rows they would take when a count can say it: `SELECT count(*)` over a DELETE's own table
 and WHERE clause (with the statement's own parameters), or over a table about to be dropped or
 truncated, run through the read-only query path. INSERT, UPDATE, CREATE and the rest ask nothing.
-A statement the parser cannot read but that starts like a destructive one is shown as written.
+ALTER that only adds columns asks nothing. A statement the parser cannot read but that starts
+like a destructive one is shown as written.
 """
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ def _table_name(table: exp.Expression, dialect: str) -> str:
     return table.sql(dialect=dialect)
 
 
+def _dropped(drop: exp.Drop) -> list[exp.Expression]:
+    """What a DROP names (sqlglot keeps them in `tables`; older versions in `this`)."""
+    objects = list(drop.args.get("tables") or [])
+    return objects or ([drop.this] if drop.this is not None else [])
+
+
 def _plan_one(sql: str, params: Params, dialect: str) -> Planned | None:
     glot = _sqlglot_dialect(dialect)
     try:
@@ -93,24 +100,34 @@ def _plan_one(sql: str, params: Params, dialect: str) -> Planned | None:
             )
         return Planned(f"empty the tables {', '.join(_table_name(t, glot) for t in tables)} (TRUNCATE)")
     if isinstance(tree, exp.Drop):
-        kind = str(tree.args.get("kind") or "object").upper()
-        target = tree.this.sql(dialect=glot) if tree.this is not None else "?"
-        if kind == "TABLE" and isinstance(tree.this, exp.Table):
+        kind = str(tree.args.get("kind") or "object").lower()
+        objects = _dropped(tree)
+        names = ", ".join(o.sql(dialect=glot) for o in objects) or "?"
+        if kind == "table" and len(objects) == 1 and isinstance(objects[0], exp.Table):
             return Planned(
-                f"drop the table {target} with its data",
-                f"SELECT count(*) FROM {target}",
+                f"drop the table {names} with its data",
+                f"SELECT count(*) FROM {names}",
                 None,
                 "rows in the table",
             )
-        return Planned(f"drop the {kind.lower()} {target}")
+        if kind == "schema" and len(objects) == 1 and isinstance(objects[0], exp.Table):
+            names = objects[0].args["db"].sql(dialect=glot) if objects[0].args.get("db") else names
+        return Planned(
+            f"drop the {kind} {names}" + (" and everything in it" if tree.args.get("cascade") else "")
+        )
     if isinstance(tree, exp.Alter):
         altered = tree.this.sql(dialect=glot) if tree.this is not None else "?"
         drops = [a for a in tree.args.get("actions") or [] if isinstance(a, exp.Drop)]
         if drops:
             dropped = ", ".join(
-                f"{str(d.args.get('kind') or 'column').lower()} {d.this.sql(dialect=glot)}" for d in drops
+                f"{str(d.args.get('kind') or 'column').lower()} {o.sql(dialect=glot)}"
+                for d in drops
+                for o in _dropped(d)
             )
             return Planned(f"alter the table {altered}, dropping {dropped} (its values are lost)")
+        actions = tree.args.get("actions") or []
+        if actions and all(isinstance(a, exp.ColumnDef) for a in actions):
+            return None  # only adds columns: nothing is lost
         return Planned(f"alter the table {altered}: {_shown(sql)}")
     if isinstance(tree, exp.Command) and str(tree.this).upper() in _DESTRUCTIVE_WORDS:
         return Planned(f"run {_shown(sql)}")
