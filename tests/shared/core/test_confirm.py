@@ -239,3 +239,10 @@ def test_keys_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None
 def test_an_empty_key_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="holds no key"):
         load_keys(write_private(tmp_path / "keys", "\n"))
+
+
+def test_in_the_bundle_the_key_is_shared_and_the_policy_is_per_server() -> None:
+    from mcp_batteries._bundle.configfile import BUNDLE_FIELDS
+
+    assert "request_state_key_file" in BUNDLE_FIELDS
+    assert not {"confirm", "confirm_tools"} & BUNDLE_FIELDS

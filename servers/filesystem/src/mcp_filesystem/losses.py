@@ -16,6 +16,7 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mcp_batteries.errors import NotFound
 from mcp_batteries.safety import AllowedDirectories, display_path, is_link_like, open_for_read
 
 from mcp_filesystem.access import resolve
@@ -49,8 +50,8 @@ def describe_deletion(allowed: AllowedDirectories, path: str, recursive: bool) -
     try:
         real = resolve(allowed, path, follow_symlinks=False, allow_root_itself=False)
         st = real.lstat()
-    except FileNotFoundError:
-        return None
+    except (FileNotFoundError, NotFound):
+        return None  # the call itself says so
     shown = display_path(real)
     if is_link_like(st):
         try:
@@ -174,7 +175,7 @@ def describe_overwrite(
     try:
         real = resolve(allowed, path, must_exist=False, allow_root_itself=False)
         st = os.stat(real)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotFound):
         return None
     if not stat.S_ISREG(st.st_mode) or st.st_size == 0 or ledger.has_seen(caller, real, st):
         return None

@@ -141,8 +141,8 @@ class ServerSettings(BaseSettings):
     request_state_key_file: Path | None = Field(
         None,
         description=(
-            "File holding the key(s) that protect multi-round requests' state, one per line, the "
-            "first sealing (or set MCP_BATTERIES_REQUEST_STATE_KEY); the same on every replica "
+            "HTTP: file holding the key(s) that protect multi-round requests' state, one per line, "
+            "the first sealing (or set MCP_BATTERIES_REQUEST_STATE_KEY); the same on every replica "
             "(default: a random key per process)."
         ),
     )
