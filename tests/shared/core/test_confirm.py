@@ -241,8 +241,18 @@ def test_an_empty_key_file_is_refused(tmp_path: Path) -> None:
         load_keys(write_private(tmp_path / "keys", "\n"))
 
 
-def test_in_the_bundle_the_key_is_shared_and_the_policy_is_per_server() -> None:
-    from mcp_batteries._bundle.configfile import BUNDLE_FIELDS
+def test_in_the_bundle_the_key_is_shared_and_the_policy_is_per_server(tmp_path: Path) -> None:
+    from mcp_batteries._bundle.configfile import parse_serve_args
 
-    assert "request_state_key_file" in BUNDLE_FIELDS
-    assert not {"confirm", "confirm_tools"} & BUNDLE_FIELDS
+    key_file = write_private(tmp_path / "state.key", KEY + "\n")
+    config = tmp_path / "bundle.toml"
+    config.write_text(
+        f'request_state_key_file = "{key_file}"\n'
+        f'[filesystem]\ndirectories = ["{tmp_path}"]\nconfirm = "destructive"\n'
+        "[sql]\nconfirm_tools = ['execute=never']\n"
+    )
+    bundle = parse_serve_args(["--config", str(config), "filesystem", "sql"])
+    files, sql = bundle.servers["filesystem"][1], bundle.servers["sql"][1]
+    assert files.request_state_key_file == sql.request_state_key_file == key_file
+    assert (files.confirm, files.confirm_policy("delete_path")) == ("destructive", "destructive")
+    assert (sql.confirm, sql.confirm_policy("execute")) == ("auto", "never")
