@@ -9,7 +9,18 @@ from typing import Any
 import pytest
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult, InputRequiredResult
-from mcp_batteries.testing import ERAS, Era, connect, connect_http, http_server, stdio_params
+from mcp_batteries.testing import (
+    ERAS,
+    CreatedTask,
+    Era,
+    connect,
+    connect_http,
+    http_server,
+    start_call,
+    stdio_params,
+    tasks_extension,
+    wait_task,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -88,3 +99,30 @@ async def test_an_altered_state_is_refused(sqlite_file: Path, sqlite_rows: Any) 
                 request_state="v1." + first.request_state[3:][::-1],
             )
     assert sqlite_rows(sqlite_file) == ORIGINAL
+
+
+async def test_a_client_following_tasks_confirms_in_the_request_before_the_task_exists(
+    sqlite_file: Path, sqlite_rows: Any
+) -> None:
+    """docs/long-work.md: questions asked before the work are settled in the request; the task
+    that follows runs only what was agreed."""
+    params = stdio_params(SCRIPT, str(sqlite_file), "--allow-write", "--task-after", "0")
+    arguments = {"statements": ["DELETE FROM t WHERE id = 3"]}
+    async with connect(
+        params, "modern", elicitation_callback=answering("accept", []), extensions=[tasks_extension()]
+    ) as c:
+        first = await c.session.call_tool("execute", arguments, allow_input_required=True, allow_claimed=True)
+        assert isinstance(first, InputRequiredResult)
+        (key,) = first.input_requests
+        assert sqlite_rows(sqlite_file) == ORIGINAL
+        created = await start_call(
+            c,
+            "execute",
+            arguments,
+            input_responses={key: ElicitResult(action="accept", content={"confirm": True})},
+            request_state=first.request_state,
+        )
+        assert isinstance(created, CreatedTask)
+        state = await wait_task(c, created.task_id)
+        assert state.status == "completed", state
+    assert sqlite_rows(sqlite_file) == ORIGINAL[:2]
