@@ -196,3 +196,26 @@ async def test_a_key_file_others_may_read_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="chmod 600"):
         async with http_server(SCRIPT, str(tmp_path), "--request-state-key-file", str(key_file)):
             pass
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_copy_that_would_replace_files_asks_and_a_decline_keeps_them(
+    tmp_path: Path, era: Era
+) -> None:
+    (tmp_path / "new.txt").write_text("new\n")
+    (tmp_path / "old.txt").write_text("precious\n")
+    asked: list[str] = []
+    async with filesystem(tmp_path, era, "stdio", callback=answering("decline", asked)) as c:
+        arguments = {
+            "source": str(tmp_path / "new.txt"),
+            "destination": str(tmp_path / "old.txt"),
+            "overwrite": True,
+        }
+        kept = await c.call_tool("copy_file", arguments)
+        assert text(kept).startswith("Nothing was changed")
+        assert (tmp_path / "old.txt").read_text() == "precious\n"
+        fresh = await c.call_tool(
+            "copy_file", {"source": str(tmp_path / "new.txt"), "destination": str(tmp_path / "c.txt")}
+        )
+        assert not fresh.is_error and (tmp_path / "c.txt").read_text() == "new\n"
+    assert len(asked) == 1 and f"replace the file {tmp_path}/old.txt (9 bytes" in asked[0]

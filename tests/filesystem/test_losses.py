@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 from mcp_batteries.errors import AccessDenied
 from mcp_batteries.safety import AllowedDirectories
-from mcp_filesystem.losses import MAX_NAMED, ReadLedger, describe_deletion, describe_overwrite, human_size
+from mcp_filesystem.losses import (
+    MAX_NAMED,
+    ReadLedger,
+    describe_copy_overwrite,
+    describe_deletion,
+    describe_overwrite,
+    human_size,
+)
 
 
 @pytest.fixture
@@ -108,3 +115,49 @@ def test_the_ledger_forgets_the_oldest_beyond_its_capacity(tmp_path: Path) -> No
         ledger.saw("alice", f)
         files.append(f)
     assert [ledger.has_seen("alice", f, os.stat(f)) for f in files] == [False, True, True]
+
+
+def test_a_copy_over_existing_files_names_those_it_replaces(
+    tmp_path: Path, allowed: AllowedDirectories
+) -> None:
+    ledger = ReadLedger()
+    (tmp_path / "src" / "deep").mkdir(parents=True)
+    (tmp_path / "src" / "a.txt").write_text("new a")
+    (tmp_path / "src" / "deep" / "b.txt").write_text("new b")
+    (tmp_path / "dst" / "deep").mkdir(parents=True)
+    (tmp_path / "dst" / "deep" / "b.txt").write_bytes(b"old" * 100)
+    src, dst = str(tmp_path / "src"), str(tmp_path / "dst")
+    assert losses_copy(allowed, src, dst, overwrite=True, recursive=True, ledger=ledger) == (
+        f"replace 1 file in {tmp_path}/dst (300 bytes) with copies from {tmp_path}/src:\n"
+        "  deep/b.txt (300 bytes)"
+    )
+    assert losses_copy(allowed, src, dst, overwrite=False, recursive=True, ledger=ledger) is None
+    one = losses_copy(
+        allowed, f"{src}/a.txt", f"{dst}/deep/b.txt", overwrite=True, recursive=False, ledger=ledger
+    )
+    assert one is not None and one.startswith(
+        f"replace the file {tmp_path}/dst/deep/b.txt (300 bytes, last modified "
+    )
+    ledger.saw_path(allowed, "alice", f"{dst}/deep/b.txt")
+    assert (
+        losses_copy(
+            allowed, f"{src}/a.txt", f"{dst}/deep/b.txt", overwrite=True, recursive=False, ledger=ledger
+        )
+        is None
+    )
+    assert (
+        losses_copy(allowed, f"{src}/a.txt", f"{dst}/new.txt", overwrite=True, recursive=False, ledger=ledger)
+        is None
+    )
+
+
+def losses_copy(
+    allowed: AllowedDirectories,
+    source: str,
+    destination: str,
+    *,
+    overwrite: bool,
+    recursive: bool,
+    ledger: ReadLedger,
+) -> str | None:
+    return describe_copy_overwrite(allowed, source, destination, overwrite, recursive, ledger, "alice")

@@ -1,7 +1,8 @@
 """What a destructive call would lose, in the words its user is asked to confirm.
 
 `delete_path` loses a file, a link or a tree (every file named with its size, up to a limit);
-`write_file` loses the current content of a file its caller has not read (`ReadLedger`: which
+`copy_file` with overwrite=true loses the destination files it replaces; `write_file` loses the
+current content of a file its caller has not read (`ReadLedger`: which
 version of which file each caller has read or written). None means nothing would be lost, so
 nothing is asked. The descriptions stat without following links; a file's content is read only
 to see whether a write would change it.
@@ -21,7 +22,14 @@ from mcp_batteries.safety import AllowedDirectories, display_path, is_link_like,
 
 from mcp_filesystem.access import resolve
 
-__all__ = ["MAX_NAMED", "ReadLedger", "describe_deletion", "describe_overwrite", "human_size"]
+__all__ = [
+    "MAX_NAMED",
+    "ReadLedger",
+    "describe_copy_overwrite",
+    "describe_deletion",
+    "describe_overwrite",
+    "human_size",
+]
 
 #: Files named one by one in a question; the rest are counted.
 MAX_NAMED = 20
@@ -192,3 +200,64 @@ def describe_overwrite(
         f"which this client has not read, with {human_size(len(new))} of new content: its current "
         "content will be lost"
     )
+
+
+def describe_copy_overwrite(
+    allowed: AllowedDirectories,
+    source: str,
+    destination: str,
+    overwrite: bool,
+    recursive: bool,
+    ledger: ReadLedger,
+    caller: str,
+) -> str | None:
+    """What `copy_file(..., overwrite=True)` would lose: the destination files it would replace
+    (for one file, unless `caller` has seen its current version, as for `write_file`)."""
+    if not overwrite:
+        return None  # an existing destination is refused
+    try:
+        src = resolve(allowed, source)
+        dst = resolve(allowed, destination, must_exist=False, allow_root_itself=False)
+        src_st = os.stat(src)
+    except (FileNotFoundError, NotFound):
+        return None
+    if not stat.S_ISDIR(src_st.st_mode):
+        try:
+            st = os.lstat(dst)
+        except FileNotFoundError:
+            return None
+        if not stat.S_ISREG(st.st_mode) or st.st_size == 0 or ledger.has_seen(caller, dst, st):
+            return None
+        return (
+            f"replace the file {display_path(dst)} ({human_size(st.st_size)}, last modified {_modified(st)}) "
+            f"with a copy of {display_path(src)}: its current content will be lost"
+        )
+    if not recursive or not dst.is_dir():
+        return None
+    replaced: list[tuple[str, int]] = []
+    walked = 0
+    for top, dirnames, filenames in os.walk(src, followlinks=False):
+        rel_top = os.path.relpath(top, src)
+        for name in sorted(filenames):
+            walked += 1
+            rel = os.path.normpath(os.path.join(rel_top, name))
+            try:
+                st = os.lstat(dst / rel)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_size > 0:
+                replaced.append((rel, st.st_size))
+        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(top, d)))
+        if walked >= MAX_WALKED:
+            break
+    if not replaced:
+        return None
+    total = sum(size for _, size in replaced)
+    files = f"{len(replaced)} file{'s' if len(replaced) != 1 else ''}"
+    lines = [
+        f"replace {files} in {display_path(dst)} ({human_size(total)}) with copies from {display_path(src)}:"
+    ]
+    lines += [f"  {display_path(rel)} ({human_size(size)})" for rel, size in replaced[:MAX_NAMED]]
+    if len(replaced) > MAX_NAMED:
+        lines.append(f"  ... and {len(replaced) - MAX_NAMED} more files")
+    return "\n".join(lines)

@@ -226,18 +226,35 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         """Move or rename a file or directory. Fails if the destination exists."""
         return await calls.quick(ctx, tools.move_file, source, destination)
 
-    @server.tool(title="Copy", read_only=False, structured_output=False)
+    async def replaced(
+        source: str, destination: str, overwrite: bool, recursive: bool, ctx: Context[Any, Any]
+    ) -> str | None:
+        return await calls.quick(
+            ctx,
+            tools.describe_copy_overwrite,
+            source,
+            destination,
+            overwrite,
+            recursive,
+            ledger,
+            caller_key(),
+        )
+
+    @server.tool(title="Copy", read_only=False, destructive=True, structured_output=False, confirm=replaced)
     async def copy_file(
         source: Annotated[str, Field(description="Existing file or directory.")],
         destination: Annotated[str, Field(description="Path of the copy.")],
         ctx: Context[Any, Any],
+        consent: Consent,
         overwrite: Annotated[bool, Field(description="Replace an existing destination file.")] = False,
         recursive: Annotated[
             bool, Field(description="Required to copy a directory and its contents.")
         ] = False,
     ) -> str:
         """Copy a file (or, with recursive=true, a directory tree). Symbolic links are copied as
-        links, never followed."""
+        links, never followed. Replacing existing files (overwrite=true) may first ask the user."""
+        if not consent.go_ahead:
+            return consent.refusal
         return await calls.quick(ctx, tools.copy_file, source, destination, overwrite, recursive)
 
     async def deletion(path: str, recursive: bool, ctx: Context[Any, Any]) -> str | None:

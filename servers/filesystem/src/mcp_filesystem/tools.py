@@ -100,6 +100,20 @@ def describe_overwrite(
     return losses.describe_overwrite(job.allowed, path, content, ledger, caller)
 
 
+def describe_copy_overwrite(
+    job: Job,
+    source: str,
+    destination: str,
+    overwrite: bool,
+    recursive: bool,
+    ledger: losses.ReadLedger,
+    caller: str,
+) -> str | None:
+    return losses.describe_copy_overwrite(
+        job.allowed, source, destination, overwrite, recursive, ledger, caller
+    )
+
+
 def note_seen(job: Job, ledger: losses.ReadLedger, caller: str, paths: Sequence[str]) -> None:
     """After a read, an edit or a write: `caller` knows these files' current content."""
     for path in paths:
