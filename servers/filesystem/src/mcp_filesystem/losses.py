@@ -14,11 +14,19 @@ import os
 import stat
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from mcp_batteries.errors import NotFound
-from mcp_batteries.safety import AllowedDirectories, display_path, is_link_like, open_for_read
+from mcp_batteries.safety import (
+    AllowedDirectories,
+    Directory,
+    display_path,
+    is_link_like,
+    open_directory,
+    open_for_read,
+)
 
 from mcp_filesystem.access import resolve
 
@@ -73,50 +81,68 @@ def describe_deletion(allowed: AllowedDirectories, path: str, recursive: bool) -
         return f"delete the special file {shown}"
     if not recursive:
         return None  # an empty directory is deleted (nothing lost), a full one is refused
-    return _describe_tree(real, shown)
+    return _describe_tree(allowed, real, shown)
 
 
-def _describe_tree(real: Path, shown: str) -> str | None:
-    files: list[tuple[str, int]] = []
-    directories = links = others = walked = 0
-    total = 0
-    complete = True
-    for top, dirnames, filenames in os.walk(real, followlinks=False):
-        for name in sorted(dirnames):
-            full = os.path.join(top, name)
-            if os.path.islink(full):
-                links += 1
-            else:
-                directories += 1
-        for name in sorted(filenames):
-            walked += 1
-            full = os.path.join(top, name)
+@dataclass
+class _Tally:
+    files: list[tuple[str, int]] = field(default_factory=list)
+    total: int = 0
+    directories: int = 0
+    links: int = 0
+    others: int = 0
+    walked: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.walked < MAX_WALKED
+
+
+def _tally(directory: Directory, rel: str, tally: _Tally) -> None:
+    """Count what is under `directory`, entry by entry through its descriptor (as `rmtree` will
+    delete it): a link swapped in for a subdirectory is counted as a link, never followed."""
+    with directory.scandir() as entries:
+        names = sorted(entry.name for entry in entries)
+    for name in names:
+        if not tally.complete:
+            return
+        tally.walked += 1
+        try:
+            st = directory.lstat(name)
+        except OSError:
+            continue
+        if is_link_like(st):
+            tally.links += 1
+        elif stat.S_ISDIR(st.st_mode):
+            tally.directories += 1
             try:
-                st = os.lstat(full)
+                child = directory.open_dir(name)
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode):
-                files.append((os.path.relpath(full, real), st.st_size))
-                total += st.st_size
-            elif stat.S_ISLNK(st.st_mode):
-                links += 1
-            else:
-                others += 1
-        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(top, d)))
-        walked += len(dirnames)
-        if walked >= MAX_WALKED:
-            complete = False
-            break
-    if not files and not links and not others and not directories:
+            with child:
+                _tally(child, f"{rel}{name}/", tally)
+        elif stat.S_ISREG(st.st_mode):
+            tally.files.append((f"{rel}{name}", st.st_size))
+            tally.total += st.st_size
+        else:
+            tally.others += 1
+
+
+def _describe_tree(allowed: AllowedDirectories, real: Path, shown: str) -> str | None:
+    tally = _Tally()
+    with open_directory(real, allowed) as directory:
+        _tally(directory, "", tally)
+    files = tally.files
+    if not (files or tally.links or tally.others or tally.directories):
         return f"delete the empty directory {shown}"
-    at_least = "" if complete else "at least "
-    parts = [f"{at_least}{len(files)} file{'s' if len(files) != 1 else ''} ({human_size(total)})"]
-    if directories:
-        parts.append(f"{directories} director{'ies' if directories != 1 else 'y'}")
-    if links:
-        parts.append(f"{links} symbolic link{'s' if links != 1 else ''}")
-    if others:
-        parts.append(f"{others} special file{'s' if others != 1 else ''}")
+    at_least = "" if tally.complete else "at least "
+    parts = [f"{at_least}{len(files)} file{'s' if len(files) != 1 else ''} ({human_size(tally.total)})"]
+    if tally.directories:
+        parts.append(f"{tally.directories} director{'ies' if tally.directories != 1 else 'y'}")
+    if tally.links:
+        parts.append(f"{tally.links} symbolic link{'s' if tally.links != 1 else ''}")
+    if tally.others:
+        parts.append(f"{tally.others} special file{'s' if tally.others != 1 else ''}")
     lines = [f"delete the directory {shown} and everything in it: {', '.join(parts)}"]
     for rel, size in files[:MAX_NAMED]:
         lines.append(f"  {display_path(rel)} ({human_size(size)})")
@@ -202,6 +228,34 @@ def describe_overwrite(
     )
 
 
+def _replaced_in(
+    src_dir: Directory, dst_dir: Directory, rel: str, replaced: list[tuple[str, int]], walked: list[int]
+) -> None:
+    """The non-empty regular files of `dst_dir` that the copy of `src_dir` would replace (as
+    `copy_file` walks: through descriptors, links neither followed nor copied)."""
+    with src_dir.scandir() as entries:
+        names = sorted(entry.name for entry in entries)
+    for name in names:
+        walked[0] += 1
+        if walked[0] > MAX_WALKED:
+            return
+        try:
+            src_st, dst_st = src_dir.lstat(name), dst_dir.lstat(name)
+        except OSError:
+            continue  # nothing there to replace
+        if is_link_like(src_st) or is_link_like(dst_st):
+            continue
+        if stat.S_ISDIR(src_st.st_mode) and stat.S_ISDIR(dst_st.st_mode):
+            try:
+                src_child, dst_child = src_dir.open_dir(name), dst_dir.open_dir(name)
+            except OSError:
+                continue
+            with src_child, dst_child:
+                _replaced_in(src_child, dst_child, f"{rel}{name}/", replaced, walked)
+        elif stat.S_ISREG(src_st.st_mode) and stat.S_ISREG(dst_st.st_mode) and dst_st.st_size > 0:
+            replaced.append((f"{rel}{name}", dst_st.st_size))
+
+
 def describe_copy_overwrite(
     allowed: AllowedDirectories,
     source: str,
@@ -235,21 +289,8 @@ def describe_copy_overwrite(
     if not recursive or not dst.is_dir():
         return None
     replaced: list[tuple[str, int]] = []
-    walked = 0
-    for top, dirnames, filenames in os.walk(src, followlinks=False):
-        rel_top = os.path.relpath(top, src)
-        for name in sorted(filenames):
-            walked += 1
-            rel = os.path.normpath(os.path.join(rel_top, name))
-            try:
-                st = os.lstat(dst / rel)
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode) and st.st_size > 0:
-                replaced.append((rel, st.st_size))
-        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(top, d)))
-        if walked >= MAX_WALKED:
-            break
+    with open_directory(src, allowed) as src_dir, open_directory(dst, allowed) as dst_dir:
+        _replaced_in(src_dir, dst_dir, "", replaced, [0])
     if not replaced:
         return None
     total = sum(size for _, size in replaced)
