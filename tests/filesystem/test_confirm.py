@@ -219,3 +219,57 @@ async def test_a_copy_that_would_replace_files_asks_and_a_decline_keeps_them(
         )
         assert not fresh.is_error and (tmp_path / "c.txt").read_text() == "new\n"
     assert len(asked) == 1 and f"replace the file {tmp_path}/old.txt (9 bytes" in asked[0]
+
+
+async def test_a_state_is_bound_to_its_caller(tmp_path: Path) -> None:
+    """Over HTTP with sign-in, the sealed state names its caller: another caller's retry with it
+    is refused (each answers only their own questions)."""
+    top = tree(tmp_path)
+    tokens = write_private(tmp_path / "tokens.toml", "")
+    tokens.write_text(
+        '[[tokens]]\nuser = "alice"\ntoken = "alice-token-0123456789"\n\n'
+        '[[tokens]]\nuser = "bob"\ntoken = "bob-token-0123456789ab"\n'
+    )
+    arguments = {"path": str(top), "recursive": True}
+    callback = answering("accept", [])
+    async with http_server(SCRIPT, str(tmp_path), "--tokens-file", str(tokens)) as running:
+        async with connect_http(
+            running.url, "modern", token="alice-token-0123456789", elicitation_callback=callback
+        ) as c:
+            first = await c.session.call_tool("delete_path", arguments, allow_input_required=True)
+        assert isinstance(first, InputRequiredResult)
+        (key,) = first.input_requests
+        answer = {key: ElicitResult(action="accept", content={"confirm": True})}
+        async with connect_http(
+            running.url, "modern", token="bob-token-0123456789ab", elicitation_callback=callback
+        ) as c:
+            with pytest.raises(MCPError, match="Invalid or expired requestState"):
+                await c.session.call_tool(
+                    "delete_path", arguments, input_responses=answer, request_state=first.request_state
+                )
+        assert top.exists()
+        async with connect_http(
+            running.url, "modern", token="alice-token-0123456789", elicitation_callback=callback
+        ) as c:
+            done = await c.session.call_tool(
+                "delete_path", arguments, input_responses=answer, request_state=first.request_state
+            )
+        assert not done.is_error, text(done)
+    assert not top.exists()
+
+
+@pytest.mark.parametrize("policy", ["auto", "destructive"])
+async def test_a_stateless_handshake_client_cannot_be_asked(tmp_path: Path, policy: str) -> None:
+    """`--stateless` HTTP carries no request to a handshake-era client, whatever it declared."""
+    top = tree(tmp_path)
+    asked: list[str] = []
+    async with (
+        http_server(SCRIPT, str(tmp_path), "--stateless", "--confirm", policy) as running,
+        connect_http(running.url, "legacy", elicitation_callback=answering("decline", asked)) as c,
+    ):
+        result = await c.call_tool("delete_path", {"path": str(top), "recursive": True})
+    assert asked == []
+    if policy == "destructive":
+        assert result.is_error and "--confirm" in text(result) and top.exists()
+    else:
+        assert not result.is_error and not top.exists()
