@@ -126,3 +126,35 @@ async def test_a_client_following_tasks_confirms_in_the_request_before_the_task_
         state = await wait_task(c, created.task_id)
         assert state.status == "completed", state
     assert sqlite_rows(sqlite_file) == ORIGINAL[:2]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_postgresql_counts_with_its_own_placeholders_and_a_decline_keeps_the_rows(
+    pg_admin: Any, era: Era
+) -> None:
+    asked: list[str] = []
+    params = stdio_params(SCRIPT, pg_admin.env.dsn, "--allow-write")
+    async with connect(params, era, elicitation_callback=answering("decline", asked)) as c:
+        kept = await c.call_tool(
+            "execute",
+            {
+                "statements": ["DELETE FROM t WHERE id >= $1", "ALTER TABLE t DROP COLUMN name"],
+                "params": [[2], []],
+            },
+        )
+        assert not kept.is_error and text(kept).startswith("Nothing was changed: the user declined.")
+    assert await pg_admin.rows() == ORIGINAL
+    (question,) = asked
+    assert "  delete rows from t (id >= $1): 2 rows deleted" in question
+    assert "  alter the table t, dropping column name (its values are lost)" in question
+
+
+async def test_mysql_drop_names_its_rows_and_runs_on_accept(my_admin: Any) -> None:
+    asked: list[str] = []
+    params = stdio_params(SCRIPT, my_admin.env.url, "--allow-write")
+    async with connect(params, "modern", elicitation_callback=answering("accept", asked)) as c:
+        done = await c.call_tool("execute", {"statements": ["TRUNCATE TABLE t"]})
+        assert not done.is_error, text(done)
+    assert await my_admin.rows() == []
+    (question,) = asked
+    assert "empty the table t (TRUNCATE): 3 rows in the table in the database main" in question
