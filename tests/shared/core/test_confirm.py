@@ -31,10 +31,12 @@ class Toy:
     def __init__(self, **settings: Any) -> None:
         self.things = {"precious", "junk"}
         self.loss = "delete {name}"
+        self.described = 0
         self.server = BatteriesServer(ToySettings(**settings), instructions="toy")
         toy = self
 
         async def what_is_lost(name: str) -> str | None:
+            toy.described += 1
             return toy.loss.format(name=name) if name in toy.things else None
 
         @self.server.tool(title="Drop", read_only=False, destructive=True, confirm=what_is_lost)
@@ -105,6 +107,7 @@ async def test_auto_lets_a_client_that_cannot_be_asked_act_as_before(era: Era) -
     async with connect(toy.server.mcp, era) as c:
         result = await c.call_tool("drop", {"name": "precious"})
     assert not result.is_error and toy.things == {"junk"}
+    assert toy.described == 0  # no question, so what would be lost is not even worked out
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -124,7 +127,7 @@ async def test_never_asks_nobody(era: Era) -> None:
     asked: list[str] = []
     async with connect(toy.server.mcp, era, elicitation_callback=answering("decline", asked=asked)) as c:
         result = await c.call_tool("drop", {"name": "precious"})
-    assert not result.is_error and asked == [] and toy.things == {"junk"}
+    assert not result.is_error and asked == [] and toy.things == {"junk"} and toy.described == 0
 
 
 def test_confirm_tools_must_name_tools_that_ask() -> None:
@@ -256,3 +259,41 @@ def test_in_the_bundle_the_key_is_shared_and_the_policy_is_per_server(tmp_path: 
     assert files.request_state_key_file == sql.request_state_key_file == key_file
     assert (files.confirm, files.confirm_policy("delete_path")) == ("destructive", "destructive")
     assert (sql.confirm, sql.confirm_policy("execute")) == ("auto", "never")
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_describer_may_be_synchronous_and_take_the_context(era: Era) -> None:
+    server = BatteriesServer(ToySettings(), instructions="toy")
+    seen: list[str | None] = []
+
+    def describe(path: str, ctx: Context[Any, Any]) -> str:
+        seen.append(ctx.protocol_version)
+        return f"erase {path}"
+
+    @server.tool(title="Erase", read_only=False, destructive=True, confirm=describe)
+    async def erase(path: str, ctx: Context[Any, Any], consent: Consent) -> str:
+        return "erased" if consent.go_ahead else consent.refusal
+
+    asked: list[str] = []
+    async with connect(server.mcp, era, elicitation_callback=answering("decline", asked=asked)) as c:
+        result = await c.call_tool("erase", {"path": "/x"})
+    assert (
+        result.content[0].text
+        == "Nothing was changed: the user declined. erase would have done this: erase /x"
+    )  # type: ignore[union-attr]
+    assert (
+        asked == ["erase would erase /x\n\nThis cannot be undone. Go ahead?"] and seen and seen[0] is not None
+    )
+
+
+def test_a_tool_registered_with_confirm_needs_one_consent_parameter() -> None:
+    server = BatteriesServer(ToySettings(), instructions="toy")
+
+    async def describe(path: str) -> str:
+        return path
+
+    with pytest.raises(TypeError, match="exactly one parameter annotated Consent"):
+
+        @server.tool(title="Erase", read_only=False, destructive=True, confirm=describe)
+        async def erase(path: str) -> str:
+            return path

@@ -21,11 +21,14 @@ The tool's body then gets a `Consent`: `go_ahead`, or `refusal` to answer with (
 
 from __future__ import annotations
 
+import inspect
 import logging
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+import anyio.to_thread
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, Elicit, Resolve
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
@@ -77,9 +80,55 @@ class Consent:
 
 @dataclass(frozen=True, slots=True)
 class _NoQuestion:
-    """The `ask` step decided not to ask (nothing to lose, policy `never`, or `auto` without a way)."""
+    """The `ask` step decided not to ask (nothing to lose, or the policy settled it)."""
 
     go_ahead: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Unasked:
+    """The policy decided before describing: no question (`never`, or `auto` and a client that
+    cannot be asked), so what would be lost is not worked out at all."""
+
+
+def _gated(describe: Callable[..., Any], confirm: Confirm) -> Callable[..., Any]:
+    """`describe` as a resolver that runs only when its answer can matter: a tree is not walked
+    for a question that will not be asked. Same parameters (the tool's arguments by name, the
+    `Context` if it takes one), plus the `Context` for the policy."""
+    signature = inspect.signature(describe)
+    hints = typing.get_type_hints(describe, include_extras=True)
+    wants_context = next((n for n in signature.parameters if _is_context(hints.get(n))), None)
+    context_name = wants_context or "confirm_context"
+
+    async def gated(**arguments: Any) -> str | _Unasked | None:
+        ctx = arguments[context_name] if wants_context else arguments.pop(context_name)
+        if confirm.policy == "never" or (confirm.policy == "auto" and not can_be_asked(ctx)):
+            if confirm.policy == "auto":
+                logger.info("%s: the client cannot be asked; going ahead (--confirm auto)", confirm.tool)
+            return _Unasked()
+        if inspect.iscoroutinefunction(describe):
+            described: str | None = await describe(**arguments)
+        else:
+            described = await anyio.to_thread.run_sync(lambda: describe(**arguments))
+        return described
+
+    parameters = [
+        p.replace(annotation=hints.get(p.name, p.annotation)) for p in signature.parameters.values()
+    ]
+    if not wants_context:
+        parameters.append(inspect.Parameter(context_name, inspect.Parameter.KEYWORD_ONLY, annotation=Context))
+    gated.__signature__ = signature.replace(parameters=parameters, return_annotation=str | _Unasked | None)  # type: ignore[attr-defined]
+    gated.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str | _Unasked | None}
+    gated.__qualname__ = f"{getattr(describe, '__qualname__', 'describe')}.gated"
+    gated.__module__ = getattr(describe, "__module__", __name__)
+    return gated
+
+
+def _is_context(annotation: Any) -> bool:
+    if typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    candidates = typing.get_args(annotation) if typing.get_origin(annotation) is not None else (annotation,)
+    return any(isinstance(c, type) and issubclass(c, Context) for c in candidates)
 
 
 def can_be_asked(ctx: Context[Any, Any]) -> bool:
@@ -108,32 +157,32 @@ class Confirm(Resolve):
         self.policy = policy
         confirm = self
 
-        async def ask(ctx: Context[Any, Any], loss: str | None) -> Elicit[Confirmation] | _NoQuestion:
-            if loss is None:
-                return _NoQuestion(go_ahead=True)
-            if confirm.policy == "never":
+        async def ask(
+            ctx: Context[Any, Any], loss: str | _Unasked | None
+        ) -> Elicit[Confirmation] | _NoQuestion:
+            if loss is None or isinstance(loss, _Unasked):
                 return _NoQuestion(go_ahead=True)
             if not can_be_asked(ctx):
-                if confirm.policy == "destructive":
-                    raise AccessDenied(confirm.cannot_ask(loss))
-                logger.info("%s: the client cannot be asked; going ahead (--confirm auto)", confirm.tool)
-                return _NoQuestion(go_ahead=True)
+                raise AccessDenied(confirm.cannot_ask(loss))  # only `destructive` gets here
             return Elicit(confirm.question(loss), Confirmation)
 
-        async def consent(loss: str | None, answer: ElicitationResult[Confirmation] | Any) -> Consent:
+        async def consent(
+            loss: str | _Unasked | None, answer: ElicitationResult[Confirmation] | Any
+        ) -> Consent:
             tool = confirm.tool
+            shown = None if isinstance(loss, _Unasked) else loss
             if isinstance(answer, AcceptedElicitation):
                 data = answer.data
                 if isinstance(data, _NoQuestion):
-                    return Consent(tool, data.go_ahead, loss)
+                    return Consent(tool, data.go_ahead, shown)
                 ticked = isinstance(data, Confirmation) and data.confirm
-                return Consent(tool, ticked, loss, asked=True, answer="accept" if ticked else "unticked")
+                return Consent(tool, ticked, shown, asked=True, answer="accept" if ticked else "unticked")
             action: Answer = "cancel" if getattr(answer, "action", "") == "cancel" else "decline"
-            return Consent(tool, False, loss, asked=True, answer=action)
+            return Consent(tool, False, shown, asked=True, answer=action)
 
         # The SDK reads a resolver's dependencies from its annotations: set them as objects
         # (this module's annotations are strings, which could not name `describe`).
-        described = Annotated[str | None, Resolve(describe)]
+        described = Annotated[str | _Unasked | None, Resolve(_gated(describe, self))]
         ask.__annotations__ = {
             "ctx": Context,
             "loss": described,
