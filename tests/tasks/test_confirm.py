@@ -11,7 +11,10 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult, InputRequiredResult
+from mcp_batteries.errors import NotFound
 from mcp_batteries.testing import ERAS, Era, connect, connect_http, http_server, stdio_params
+from mcp_tasks import losses
+from mcp_tasks.models import Task, TaskDetail, TaskRef
 
 from .conftest import FAST_START
 
@@ -115,3 +118,43 @@ async def test_an_altered_state_is_refused(db_path: Path) -> None:
                 "delete_task", arguments, input_responses=answer, request_state=first.request_state[:-1]
             )
         assert "Release 2.0" in await remaining(c)
+
+
+# -- what would be lost (domain, `mcp_tasks.losses`) --------------------------------------------
+def detail(task_id: str, title: str, children: list[str], count: int | None = None) -> TaskDetail:
+    task = Task(
+        id=task_id, list="inbox", title=title, description="", status="todo", priority="medium", due=None,
+        tags=[], parent=None, depends_on=[], completed=False, created_at="", created_by="", updated_at="",
+        updated_by="", version=1,
+    )  # fmt: skip
+    refs = [TaskRef(id=c, title=f"task {c}", status="todo", priority="medium") for c in children]
+    return TaskDetail(
+        task=task, ancestors=[], subtasks=refs, subtask_count=len(children) if count is None else count,
+        open_subtasks=len(children), dependencies=[], dependents=[], blocked=False,
+    )  # fmt: skip
+
+
+async def test_a_deep_tree_is_named_up_to_the_limit_and_counted_beyond() -> None:
+    tree = {"1": detail("1", "root", [str(n) for n in range(2, 2 + losses.MAX_NAMED + 10)])}
+    for n in range(2, 2 + losses.MAX_NAMED + 10):
+        tree[str(n)] = detail(str(n), f"task {n}", [])
+
+    async def fetch(task_id: str) -> TaskDetail:
+        return tree[task_id]
+
+    described = await losses.describe_deletion(fetch, "1", include_subtasks=True)
+    assert described is not None
+    lines = described.split("\n")
+    assert (
+        lines[0]
+        == f"delete the task 1 'root' (todo, list inbox, version 1) for good, with the {losses.MAX_NAMED + 10} tasks below it:"
+    )
+    assert lines[-1] == "  ... and 10 more"
+    assert await losses.describe_deletion(fetch, "1", include_subtasks=False) is None  # refused by the call
+
+
+async def test_a_task_that_cannot_be_read_asks_nothing() -> None:
+    async def fetch(task_id: str) -> TaskDetail:
+        raise NotFound(f"task {task_id} not found")
+
+    assert await losses.describe_deletion(fetch, "9", include_subtasks=True) is None
