@@ -145,9 +145,9 @@ async def test_a_deep_tree_is_named_up_to_the_limit_and_counted_beyond() -> None
     described = await losses.describe_deletion(fetch, "1", include_subtasks=True)
     assert described is not None
     lines = described.split("\n")
-    assert (
-        lines[0]
-        == f"delete the task 1 'root' (todo, list inbox, version 1) for good, with the {losses.MAX_NAMED + 10} tasks below it:"
+    assert lines[0] == (
+        "delete the task 1 'root' (todo, list inbox, version 1) for good, "
+        f"with the {losses.MAX_NAMED + 10} tasks below it:"
     )
     assert lines[-1] == "  ... and 10 more"
     assert await losses.describe_deletion(fetch, "1", include_subtasks=False) is None  # refused by the call
