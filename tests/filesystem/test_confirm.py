@@ -14,6 +14,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult, InputRequiredResult
 from mcp_batteries.testing import ERAS, Era, connect, connect_http, http_server, stdio_params, write_private
 
+from ..bundle.conftest import bundle_process
+
 pytestmark = pytest.mark.anyio
 
 SCRIPT = "mcp-batteries-filesystem"
@@ -273,3 +275,28 @@ async def test_a_stateless_handshake_client_cannot_be_asked(tmp_path: Path, poli
         assert result.is_error and "--confirm" in text(result) and top.exists()
     else:
         assert not result.is_error and not top.exists()
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_bundle_asks_with_its_shared_key_and_per_server_policy(tmp_path: Path, era: Era) -> None:
+    """`mcp-batteries serve`: the key at the top level, the policy in the server's table."""
+    top = tree(tmp_path / "files")
+    key_file = write_private(tmp_path / "state.key", KEY + "\n")
+    config = tmp_path / "bundle.toml"
+    config.write_text(
+        f'request_state_key_file = "{key_file}"\n'
+        f'[filesystem]\ndirectories = ["{tmp_path / "files"}"]\nconfirm = "destructive"\n'
+    )
+    asked: list[str] = []
+    with bundle_process("--config", str(config), "filesystem") as bundle:
+        async with connect_http(
+            bundle.url("filesystem"), era, elicitation_callback=answering("accept", asked)
+        ) as c:
+            done = await c.call_tool("delete_path", {"path": str(top), "recursive": True})
+            assert not done.is_error, text(done)
+        async with connect_http(bundle.url("filesystem"), era) as c:
+            (tmp_path / "files" / "x.txt").write_text("x")
+            refused = await c.call_tool("delete_path", {"path": str(tmp_path / "files" / "x.txt")})
+            assert refused.is_error and "--confirm" in text(refused)
+    assert not top.exists() and (tmp_path / "files" / "x.txt").exists()
+    assert len(asked) == 1 and "2 files" in asked[0]
