@@ -14,6 +14,7 @@ from mcp_batteries.live import LiveResources, RootsTracker
 from mcp_batteries.platform import weaker_guarantee
 from mcp_batteries.safety import AllowedDirectories, current_directory_scope
 from mcp_batteries.server import BatteriesServer, CacheHint
+from mcp_batteries.work import in_thread
 from pydantic import BaseModel, Field
 
 from mcp_filesystem import catalog, tools
@@ -87,7 +88,14 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     roots.install(server)
     calls = Calls(roots, tidy=not settings.read_only)
 
-    LiveResources(server, live_files, watch=settings.watch)
+    live = LiveResources(server, live_files, watch=settings.watch)
+
+    async def wrote(*paths: str, listing: bool = False) -> None:
+        """With watching off (`watch = false`: a network volume, replicas sharing one), this
+        server reports its own writes, so subscribers (of every replica, with a change bus) still
+        hear of them; with watching on, the watcher reports them (and writes made by others)."""
+        if not settings.watch:
+            await live.changed(await in_thread(live_files.uris_of, paths), list_changed=listing)
 
     # -- reading ---------------------------------------------------------------------------
     @server.tool(
@@ -164,7 +172,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         """Create a file or replace its whole content, atomically (a reader never sees half a
         file), as UTF-8. To change part of a file, use edit_file instead (it keeps the file's
         encoding)."""
-        return await calls.quick(ctx, tools.write_file, path, content)
+        reply = await calls.quick(ctx, tools.write_file, path, content)
+        await wrote(path, listing=True)
+        return reply
 
     @server.tool(title="Edit file", read_only=False, destructive=True, structured_output=False)
     async def edit_file(
@@ -177,12 +187,17 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         (add surrounding lines to make it unique, or set replaceAll); whitespace-only differences
         are tolerated and indentation is preserved. Use dryRun to preview. A file that is not
         UTF-8 is edited as windows-1252 and written back in it, keeping every other byte."""
-        return await calls.quick(ctx, tools.edit_file, path, [e.model_dump() for e in edits], dryRun)
+        reply = await calls.quick(ctx, tools.edit_file, path, [e.model_dump() for e in edits], dryRun)
+        if not dryRun:
+            await wrote(path)
+        return reply
 
     @server.tool(title="Create directory", read_only=False, idempotent=True, structured_output=False)
     async def create_directory(path: PathArg, ctx: Context[Any, Any]) -> str:
         """Create a directory, with any missing parents; succeeds if it already exists."""
-        return await calls.quick(ctx, tools.create_directory, path)
+        reply = await calls.quick(ctx, tools.create_directory, path)
+        await wrote(path, listing=True)
+        return reply
 
     @server.tool(title="Move or rename", read_only=False, destructive=True, structured_output=False)
     async def move_file(
@@ -191,7 +206,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         ctx: Context[Any, Any],
     ) -> str:
         """Move or rename a file or directory. Fails if the destination exists."""
-        return await calls.quick(ctx, tools.move_file, source, destination)
+        reply = await calls.quick(ctx, tools.move_file, source, destination)
+        await wrote(source, destination, listing=True)
+        return reply
 
     @server.tool(title="Copy", read_only=False, structured_output=False)
     async def copy_file(
@@ -205,7 +222,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     ) -> str:
         """Copy a file (or, with recursive=true, a directory tree). Symbolic links are copied as
         links, never followed."""
-        return await calls.quick(ctx, tools.copy_file, source, destination, overwrite, recursive)
+        reply = await calls.quick(ctx, tools.copy_file, source, destination, overwrite, recursive)
+        await wrote(destination, listing=True)
+        return reply
 
     @server.tool(title="Delete", read_only=False, destructive=True, idempotent=True, structured_output=False)
     async def delete_path(
@@ -215,7 +234,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     ) -> str:
         """Delete a file, a symbolic link (never its target) or an empty directory; a non-empty
         directory only with recursive=true. There is no undo."""
-        return await calls.quick(ctx, tools.delete_path, path, recursive)
+        reply = await calls.quick(ctx, tools.delete_path, path, recursive)
+        await wrote(path, listing=True)
+        return reply
 
     # -- looking around ---------------------------------------------------------------------
     @server.tool(title="List directory", read_only=True, structured_output=False)

@@ -336,8 +336,11 @@ class LiveResources:
         def digests() -> dict[str, str]:
             found = {uri: stat_digest(paths) for uri, paths in stat_paths.items()}
             if want_list:
+                # With their directories: a file that comes and goes each time (a SQLite journal)
+                # looks the same every time, its directory's modification time does not.
+                paths = {raw for _, raw in structural} | {str(Path(raw).parent) for _, raw in structural}
                 kinds = ",".join(name for name, _ in structural)
-                found[RESOURCE_LIST] = f"{kinds}:{stat_digest(raw for _, raw in structural)}"
+                found[RESOURCE_LIST] = f"{kinds}:{stat_digest(paths)}"
             return found
 
         computed = await anyio.to_thread.run_sync(digests) if stat_paths or want_list else {}
