@@ -38,7 +38,7 @@ from mcp_batteries.testing import connect_http
 from redis.asyncio import Redis
 
 from ..node import _install_lock
-from .conftest import BundleProcess, bundle_process
+from .conftest import BundleProcess, bundle_process, running_bundle
 
 pytestmark = pytest.mark.anyio
 
@@ -355,3 +355,17 @@ async def test_replicas_that_lose_the_bus_say_so_and_recover_without_a_restart(
                     await writer.call_tool("write_file", {"path": str(tmp_path / "files" / "watched.txt"),
                                                           "content": f"after {turn}\n"})  # fmt: skip
                 await next_event(events, updated(watched))
+
+
+async def test_a_replica_that_cannot_reach_its_bus_serves_and_says_degraded(tmp_path: Path) -> None:
+    config = tmp_path / "bundle.toml"
+    config.write_text(f'bus = "redis://127.0.0.1:9/0"\n\n[filesystem]\ndirectories = ["{tmp_path}"]\n')
+    async with running_bundle("--config", str(config), "filesystem") as bundle:
+        report = await status(bundle.base)
+        assert report["status"] == "degraded"
+        (mount,) = report["servers"]
+        assert mount["state"] == "ready"
+        assert mount["bus"]["state"] == "disconnected" and mount["bus"]["engine"] == "redis"
+        assert "last_error" in mount["bus"]
+        async with connect_http(f"{bundle.base}/filesystem/mcp", "modern") as client:
+            assert not (await client.call_tool("list_allowed_directories", {})).is_error

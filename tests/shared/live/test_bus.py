@@ -196,7 +196,7 @@ class Files:
         return [WatchTarget.file(self.root / uri.removeprefix("demo://file/"))]
 
     async def list_targets(self) -> Sequence[WatchTarget]:
-        return []
+        return [WatchTarget.dir(self.root)]
 
 
 def replica(root: Path, bus: str, name: str) -> tuple[BatteriesServer, LiveResources]:
@@ -258,3 +258,22 @@ async def test_two_replicas_watching_one_volume_notify_a_write_once(tmp_path: Pa
         (tmp_path / "end.txt").write_text("1")
         assert await listened(b_events, 1) == ["demo://file/end.txt"]
         assert await listened(a_events, 1) == ["demo://file/end.txt"]
+
+
+async def test_a_file_that_comes_and_goes_each_time_is_a_list_change_each_time(
+    tmp_path: Path, bus_url: str
+) -> None:
+    # A SQLite journal appears and vanishes with every transaction: the same paths each time, so
+    # the list's digest must also tell the moments apart (its directory's modification time).
+    server, _ = replica(tmp_path, bus_url, channel())
+    journal = tmp_path / "db-journal"
+    async with (
+        connect(server.mcp, "modern") as client,
+        client.listen(resources_list_changed=True) as events,
+    ):
+        for _ in range(3):
+            journal.write_text("x")
+            journal.unlink()
+            with anyio.fail_after(TIMEOUT_S):
+                async for _event in events:
+                    break
