@@ -17,10 +17,11 @@ Exactly once per subscriber: a replica delivers to its own subscribers what it o
 publishes it; it drops its own echo (the message's replica id `o`). Replicas watching the same
 shared volume each observe the same change; so that they do not multiply it, every event carries
 a digest of what was observed (a file's identity, size and modification time; a table's
-fingerprint; a structural change's paths), and a replica delivers a (kind, URI, digest) once
-within `DEDUPE_WINDOW_S`, whether it observed it itself or heard it on the bus; the replica that
-observes second neither delivers nor publishes it again. An event without a digest (a source that
-cannot describe what it saw) is always delivered: a duplicate is preferred to a loss.
+fingerprint; a structural change's paths), and a replica drops an event whose digest is the one
+it last delivered for that URI within `DEDUPE_WINDOW_S`, whether it observed the change itself or
+heard it on the bus; the replica that observes second neither delivers nor publishes it again.
+An event without a digest (a source that cannot describe what it saw) is always delivered: a
+duplicate is preferred to a loss.
 
 Losing the bus: the relay says so (`status()`, shown by the bundle's `/status`), reconnects with
 back-off, and then reports every locally subscribed URI (and the resource list) changed, since
@@ -284,7 +285,8 @@ class ChangeRelay:
         self._deliver = deliver
         self._window = window_s
         self._clock = clock
-        self._recent: OrderedDict[tuple[str, str | None, str], float] = OrderedDict()
+        #: (kind, URI) -> the digest last delivered for it, and when.
+        self._recent: OrderedDict[tuple[str, str | None], tuple[str, float]] = OrderedDict()
         self._link: Link | None = None
         self._sequence = 0
         self._publish_failed = False
@@ -330,21 +332,25 @@ class ChangeRelay:
 
     # -- duplicates --------------------------------------------------------------------------------
     def claim(self, event: BusEvent) -> bool:
-        """Whether `event` is news here (then it is remembered as delivered); False for the same
-        change already delivered within the window. Events without a digest are always news."""
+        """Whether `event` is news here (then it is remembered as delivered): False when the last
+        change delivered for its URI, within the window, had the same digest (the same change,
+        observed by another replica too). Comparing with the last one only, a resource that
+        changes back (A, B, A) is delivered each time. Events without a digest are always news."""
         if event.digest is None or event.kind == "a":
             return True
         now = self._clock()
         while self._recent:
-            oldest_key, at = next(iter(self._recent.items()))
+            oldest_key, (_, at) = next(iter(self._recent.items()))
             if now - at < self._window and len(self._recent) < DEDUPE_MEMORY:
                 break
             del self._recent[oldest_key]
-        key = (event.kind, event.uri, event.digest)
-        if key in self._recent:
+        key = (event.kind, event.uri)
+        last = self._recent.get(key)
+        if last is not None and last[0] == event.digest:
             self.duplicates += 1
             return False
-        self._recent[key] = now
+        self._recent[key] = (event.digest, now)
+        self._recent.move_to_end(key)
         return True
 
     # -- publishing --------------------------------------------------------------------------------

@@ -77,9 +77,10 @@ class Changes:
 
     updated: frozenset[str] = field(default_factory=frozenset)
     list_changed: bool = False
-    #: What was observed, by URI (and `RESOURCE_LIST` for the list): the same on every replica that
-    #: observes the same change (a fingerprint, a version), so the change bus delivers it once.
+    #: What was observed, by URI: the same on every replica that observes the same change (a
+    #: fingerprint, a version), so the change bus delivers it once; `list_digest` for the list.
     digests: Mapping[str, str] = field(default_factory=dict)
+    list_digest: str | None = None
 
     def __bool__(self) -> bool:
         return bool(self.updated) or self.list_changed
@@ -179,10 +180,12 @@ class LiveResources:
         *,
         list_changed: bool = False,
         digests: Mapping[str, str] | None = None,
+        list_digest: str | None = None,
     ) -> None:
         """Notify changes the server learned of itself (its own writes, a NOTIFY, a poll);
-        `digests` as in `Changes`."""
-        await self._notify(Changes(updated=frozenset(uris), list_changed=list_changed, digests=digests or {}))
+        `digests` and `list_digest` as in `Changes`."""
+        changes = Changes(frozenset(uris), list_changed, digests or {}, list_digest)
+        await self._notify(changes)
 
     async def _on_interest(self, change: InterestChange) -> None:
         async with self._lock:
@@ -331,23 +334,25 @@ class LiveResources:
         structural = sorted(
             (change.name, raw) for change, raw in batch or () if change in (Change.added, Change.deleted)
         )
-        want_list = changes.list_changed and RESOURCE_LIST not in changes.digests and structural
+        want_list = changes.list_changed and changes.list_digest is None and structural
 
-        def digests() -> dict[str, str]:
+        def digests() -> tuple[dict[str, str], str | None]:
             found = {uri: stat_digest(paths) for uri, paths in stat_paths.items()}
-            if want_list:
-                # With their directories: a file that comes and goes each time (a SQLite journal)
-                # looks the same every time, its directory's modification time does not.
-                paths = {raw for _, raw in structural} | {str(Path(raw).parent) for _, raw in structural}
-                kinds = ",".join(name for name, _ in structural)
-                found[RESOURCE_LIST] = f"{kinds}:{stat_digest(paths)}"
-            return found
+            if not want_list:
+                return found, None
+            # With their directories: a file that comes and goes each time (a SQLite journal)
+            # looks the same every time, its directory's modification time does not.
+            paths = {raw for _, raw in structural} | {str(Path(raw).parent) for _, raw in structural}
+            kinds = ",".join(name for name, _ in structural)
+            return found, f"{kinds}:{stat_digest(paths)}"
 
-        computed = await anyio.to_thread.run_sync(digests) if stat_paths or want_list else {}
+        computed, list_digest = (
+            await anyio.to_thread.run_sync(digests) if stat_paths or want_list else ({}, None)
+        )
         known = {**computed, **changes.digests}
         events = [BusEvent("u", uri, known.get(uri)) for uri in sorted(changes.updated)]
         if changes.list_changed:
-            events.append(BusEvent("l", None, known.get(RESOURCE_LIST)))
+            events.append(BusEvent("l", None, changes.list_digest or list_digest))
         return events
 
     async def _from_bus(self, events: list[BusEvent]) -> None:
