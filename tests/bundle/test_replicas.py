@@ -34,7 +34,7 @@ import asyncpg
 import httpx2
 import pytest
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
-from mcp_batteries.testing import connect_http
+from mcp_batteries.testing import Notifications, connect_http, legacy_subscribe
 from redis.asyncio import Redis
 
 from ..node import _install_lock
@@ -94,10 +94,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def balancer(haproxy: str, backends: list[str], folder: Path) -> Iterator[str]:
-    """HAProxy on a free loopback port, round-robin over `backends` (http://host:port), no
-    stickiness: each request may land on any replica."""
-    port = free_port()
+def balancer(haproxy: str, backends: list[str], folder: Path) -> Iterator[tuple[str, str]]:
+    """HAProxy on two free loopback ports, round-robin over `backends` (http://host:port): the
+    first without stickiness (each request may land on any replica), the second keeping each
+    handshake-era session on the replica that opened it (docs/deploy.md's stick table)."""
+    port, sticky_port = free_port(), free_port()
     servers = "\n".join(
         f"    server r{i} {base.removeprefix('http://')} check inter 1s" for i, base in enumerate(backends)
     )
@@ -120,13 +121,24 @@ frontend mcp
 backend replicas
     balance roundrobin
 {servers}
+
+frontend mcp_sticky
+    bind 127.0.0.1:{sticky_port}
+    default_backend sessions
+
+backend sessions
+    balance roundrobin
+    stick-table type string len 128 size 10k expire 30m
+    stick store-response res.hdr(mcp-session-id)
+    stick match req.hdr(mcp-session-id)
+{servers}
 """
     )
     process = subprocess.Popen(
         [haproxy, "-db", "-f", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", f"http://127.0.0.1:{sticky_port}"
     finally:
         process.terminate()
         try:
@@ -218,9 +230,9 @@ def make_shared_volume(root: Path) -> dict[str, Path]:
 @asynccontextmanager
 async def replicas(
     tmp_path: Path, bus: str, prefix: str, haproxy: str
-) -> AsyncIterator[tuple[str, list[str]]]:
+) -> AsyncIterator[tuple[str, list[str], str]]:
     """Three `mcp-batteries serve` processes sharing one volume and one bus, behind HAProxy:
-    (the balancer's base URL, each replica's base URL)."""
+    (the balancer's base URL, each replica's base URL, the sticky balancer's base URL)."""
     volume = make_shared_volume(tmp_path)
     import sqlite3
 
@@ -253,9 +265,10 @@ db = "{volume["tasks"]}"
             stack.enter_context(bundle_process("--config", str(config), *SERVERS)) for _ in range(3)
         ]
         bases = [p.base for p in processes]
-        front = stack.enter_context(balancer(haproxy, bases, tmp_path))
+        front, sticky = stack.enter_context(balancer(haproxy, bases, tmp_path))
         await wait_listening(front)
-        yield front, bases
+        await wait_listening(sticky)
+        yield front, bases, sticky
 
 
 async def next_event(events: Any, wanted: Any) -> None:
@@ -287,7 +300,7 @@ async def test_a_listener_behind_the_balancer_hears_changes_made_through_every_r
     tmp_path: Path, bus_url: str, haproxy: str
 ) -> None:
     prefix = f"t{uuid.uuid4().hex[:12]}"
-    async with replicas(tmp_path, bus_url, prefix, haproxy) as (front, bases):
+    async with replicas(tmp_path, bus_url, prefix, haproxy) as (front, bases, _):
         watched = (tmp_path / "files" / "watched.txt").as_uri()
         async with (
             connect_http(f"{front}/filesystem/mcp", "modern") as files,
@@ -334,7 +347,7 @@ async def test_replicas_that_lose_the_bus_say_so_and_recover_without_a_restart(
     tmp_path: Path, bus_url: str, haproxy: str
 ) -> None:
     prefix = f"t{uuid.uuid4().hex[:12]}"
-    async with replicas(tmp_path, bus_url, prefix, haproxy) as (front, bases):
+    async with replicas(tmp_path, bus_url, prefix, haproxy) as (front, bases, _):
         watched = (tmp_path / "files" / "watched.txt").as_uri()
         async with (
             connect_http(f"{front}/filesystem/mcp", "modern") as files,
@@ -369,3 +382,30 @@ async def test_a_replica_that_cannot_reach_its_bus_serves_and_says_degraded(tmp_
         assert "last_error" in mount["bus"]
         async with connect_http(f"{bundle.base}/filesystem/mcp", "modern") as client:
             assert not (await client.call_tool("list_allowed_directories", {})).is_error
+
+
+async def test_a_handshake_era_session_behind_a_sticky_balancer_hears_writes_made_through_every_replica(
+    tmp_path: Path, haproxy: str
+) -> None:
+    try:
+        client = Redis.from_url(REDIS, socket_connect_timeout=5)
+        await client.ping()
+        await client.aclose()
+    except Exception as exc:
+        unreachable("Redis", REDIS, exc)
+    prefix = f"t{uuid.uuid4().hex[:12]}"
+    async with replicas(tmp_path, REDIS, prefix, haproxy) as (_, bases, sticky):
+        watched = tmp_path / "files" / "watched.txt"
+        heard = Notifications()
+
+        def updates() -> int:
+            return heard.methods().count("notifications/resources/updated")
+
+        async with connect_http(f"{sticky}/filesystem/mcp", "legacy", message_handler=heard) as session:
+            await legacy_subscribe(session, watched.as_uri())
+            for turn, base in enumerate(bases):
+                # The session's requests keep working: each reaches the replica that opened it.
+                assert not (await session.call_tool("list_allowed_directories", {})).is_error
+                async with connect_http(f"{base}/filesystem/mcp", "modern") as writer:
+                    await writer.call_tool("write_file", {"path": str(watched), "content": f"{turn}\n"})
+                await heard.wait_for(lambda _note, turn=turn: updates() > turn, timeout=TIMEOUT_S)
