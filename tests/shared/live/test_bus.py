@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import asyncpg
 import pytest
 from mcp_batteries._core.app import BatteriesServer
@@ -277,3 +278,78 @@ async def test_a_file_that_comes_and_goes_each_time_is_a_list_change_each_time(
             with anyio.fail_after(TIMEOUT_S):
                 async for _event in events:
                     break
+
+
+class Stall:
+    """A TCP relay to the engine that can stop passing bytes without closing anything, as a cut
+    network does (nothing tells either end)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.resumed = anyio.Event()
+        self.resumed.set()
+
+    def stop(self) -> None:
+        self.resumed = anyio.Event()
+
+    def resume(self) -> None:
+        self.resumed.set()
+
+    async def _pump(self, source: anyio.abc.ByteStream, sink: anyio.abc.ByteStream) -> None:
+        try:
+            async for chunk in source:
+                await self.resumed.wait()
+                await sink.send(chunk)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass
+
+    async def _handle(self, client: anyio.abc.SocketStream) -> None:
+        async with (
+            client,
+            await anyio.connect_tcp(self.host, self.port) as upstream,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(self._pump, client, upstream)
+            await self._pump(upstream, client)
+            tg.cancel_scope.cancel()
+
+
+@pytest.fixture
+async def stalled_bus(bus_url: str) -> AsyncIterator[tuple[str, Stall]]:
+    """The bus's URL through a `Stall` on a free loopback port."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(bus_url)
+    stall = Stall(
+        parts.hostname or "127.0.0.1", parts.port or (5432 if bus_url.startswith("postgres") else 6379)
+    )
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    netloc = (parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else "") + f"127.0.0.1:{port}"
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, stall._handle)
+        yield urlunsplit(parts._replace(netloc=netloc)), stall
+        tg.cancel_scope.cancel()
+
+
+async def test_a_bus_that_stops_answering_without_closing_is_noticed_and_rejoined(
+    stalled_bus: tuple[str, Stall], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_batteries._live import bus
+
+    monkeypatch.setattr(bus, "HEARTBEAT_S", 0.2)
+    monkeypatch.setattr(bus, "HEARTBEAT_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(bus, "CONNECT_TIMEOUT_S", 1.0)
+    url, stall = stalled_bus
+    inbox = Inbox()
+    relay = ChangeRelay(engine_for(url), channel(), inbox)
+    async with relay.running():
+        assert relay.connected
+        stall.stop()
+        with anyio.fail_after(TIMEOUT_S):
+            while relay.state != "disconnected":
+                await relay.state_changed()
+        assert relay.status()["state"] == "disconnected" and relay.last_error
+        stall.resume()
+        await wait_reconnected(relay)
+        assert BusEvent("a") in inbox.events

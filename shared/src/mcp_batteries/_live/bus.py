@@ -73,6 +73,13 @@ QUEUE = 10_000
 MAX_PAYLOAD = 7_000
 RECONNECT_S = (0.2, 1.0, 5.0)
 CONNECT_TIMEOUT_S = 10.0
+#: A quiet connection is checked this often; one that does not answer within the timeout is
+#: treated as lost (a cut network closes nothing: without this, a replica would look connected).
+HEARTBEAT_S = 5.0
+HEARTBEAT_TIMEOUT_S = 5.0
+#: A publish that takes longer is given up (the change has reached this replica's own clients;
+#: the others hear "everything changed" when the bus is back).
+PUBLISH_TIMEOUT_S = 2.0
 
 Kind = Literal["u", "l", "a"]  # a resource updated, the resource list changed, everything changed
 
@@ -122,8 +129,16 @@ class _PostgresLink:
             await self._conn.execute("SELECT pg_notify($1, $2)", self._channel, payload)
 
     async def wait_lost(self) -> str:
-        await self.lost.wait()
-        return self.reason
+        while True:
+            with anyio.move_on_after(HEARTBEAT_S):
+                await self.lost.wait()
+                return self.reason
+            try:
+                with anyio.fail_after(HEARTBEAT_TIMEOUT_S):
+                    async with self._lock:
+                        await self._conn.execute("SELECT 1")
+            except Exception as exc:
+                return f"the PostgreSQL connection stopped answering: {type(exc).__name__}: {exc}"
 
 
 class PostgresEngine:
@@ -180,12 +195,25 @@ class _RedisLink:
         the relay reconnects, and so knows that it missed messages)."""
         from redis.exceptions import RedisError
 
+        heard = time.monotonic()  # anything at all from the server, a pong included
+        pinged: float | None = None
         try:
             while True:
-                message = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
-                if message is not None and message.get("type") == "message":
-                    data = message["data"]
-                    self._deliver(data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data))
+                message = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                now = time.monotonic()
+                if message is not None:
+                    heard, pinged = now, None
+                    if message.get("type") == "message":
+                        data = message["data"]
+                        self._deliver(
+                            data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
+                        )
+                    continue
+                if pinged is not None and now - pinged > HEARTBEAT_TIMEOUT_S:
+                    return "the Redis connection stopped answering"
+                if pinged is None and now - heard > HEARTBEAT_S:
+                    await self._pubsub.ping()
+                    pinged = now
         except (RedisError, OSError) as exc:
             return f"the Redis connection was lost: {exc}"
 
@@ -375,7 +403,8 @@ class ChangeRelay:
                 self._publish_failed = True
                 continue
             try:
-                await link.publish(self.encode(event))
+                with anyio.fail_after(PUBLISH_TIMEOUT_S):
+                    await link.publish(self.encode(event))
                 self.published += 1
             except Exception as exc:  # the bus is down: the change still reached our own clients
                 self._publish_failed = True
