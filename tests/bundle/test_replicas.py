@@ -11,7 +11,8 @@ not hold the stream. What carries each change to the listener's replica:
 - a table creation (SQLite) and a task change (a SQLite file the replicas share): the database
   file itself, which the listener's replica watches while its client listens; mcp-tasks does
   not publish on the bus, it fans out through its database;
-- a commit: the repository's refs, watched by the listener's replica.
+- a commit: the repository's refs, watched by the listener's replica (git publishes what it
+  rechecks after its own changes, for the URIs subscribed on the writing replica).
 
 HAProxy is Debian's: installed with apt-get on first use when absent (CI fails if it cannot be).
 """
@@ -310,7 +311,7 @@ async def test_a_listener_behind_the_balancer_hears_changes_made_through_every_r
             connect_http(f"{front}/tasks/mcp", "modern") as tasks,
             tasks.listen(resource_subscriptions=["tasks://list"], resources_list_changed=True) as task_events,
             connect_http(f"{front}/git/mcp", "modern") as git,
-            git.listen(resources_list_changed=True) as git_events,
+            git.listen(resource_subscriptions=["git://repo/log"]) as git_events,
         ):
             for turn, base in enumerate(bases):
                 async with connect_http(f"{base}/filesystem/mcp", "modern") as writer:
@@ -331,9 +332,12 @@ async def test_a_listener_behind_the_balancer_hears_changes_made_through_every_r
                 await next_event(task_events, updated("tasks://list"))
 
                 async with connect_http(f"{base}/git/mcp", "modern") as writer:
-                    result = await writer.call_tool("git_create_branch", {"branch_name": f"b{turn}"})
+                    (tmp_path / "repo" / f"file{turn}.txt").write_text(f"{turn}\n")
+                    result = await writer.call_tool("git_add", {"files": [f"file{turn}.txt"]})
                     assert not result.is_error, result
-                await next_event(git_events, list_changed)
+                    result = await writer.call_tool("git_commit", {"message": f"through replica {turn}"})
+                    assert not result.is_error, result
+                await next_event(git_events, updated("git://repo/log"))
 
             # Every replica reports its bus (the servers that publish on it).
             for base in bases:
