@@ -14,6 +14,7 @@ from mcp_batteries.live import LiveResources, RootsTracker
 from mcp_batteries.platform import weaker_guarantee
 from mcp_batteries.safety import AllowedDirectories, current_directory_scope
 from mcp_batteries.server import BatteriesServer, CacheHint, Consent, current_caller
+from mcp_batteries.work import in_thread
 from pydantic import BaseModel, Field
 
 from mcp_filesystem import catalog, tools
@@ -88,7 +89,14 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     roots.install(server)
     calls = Calls(roots, tidy=not settings.read_only)
 
-    LiveResources(server, live_files, watch=settings.watch)
+    live = LiveResources(server, live_files, watch=settings.watch)
+
+    async def wrote(*paths: str, listing: bool = False) -> None:
+        """With watching off (`watch = false`: a network volume, replicas sharing one), this
+        server reports its own writes, so subscribers (of every replica, with a change bus) still
+        hear of them; with watching on, the watcher reports them (and writes made by others)."""
+        if not settings.watch:
+            await live.changed(await in_thread(live_files.uris_of, paths), list_changed=listing)
 
     # Which version of which file each caller has read: write_file asks before replacing any
     # other (docs/confirmation.md).
@@ -195,6 +203,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
             return consent.refusal
         reply = await calls.quick(ctx, tools.write_file, path, content)
         await seen(ctx, path)
+        await wrote(path, listing=True)
         return reply
 
     @server.tool(title="Edit file", read_only=False, destructive=True, structured_output=False)
@@ -210,12 +219,16 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         UTF-8 is edited as windows-1252 and written back in it, keeping every other byte."""
         reply = await calls.quick(ctx, tools.edit_file, path, [e.model_dump() for e in edits], dryRun)
         await seen(ctx, path)
+        if not dryRun:
+            await wrote(path)
         return reply
 
     @server.tool(title="Create directory", read_only=False, idempotent=True, structured_output=False)
     async def create_directory(path: PathArg, ctx: Context[Any, Any]) -> str:
         """Create a directory, with any missing parents; succeeds if it already exists."""
-        return await calls.quick(ctx, tools.create_directory, path)
+        reply = await calls.quick(ctx, tools.create_directory, path)
+        await wrote(path, listing=True)
+        return reply
 
     @server.tool(title="Move or rename", read_only=False, destructive=True, structured_output=False)
     async def move_file(
@@ -224,7 +237,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         ctx: Context[Any, Any],
     ) -> str:
         """Move or rename a file or directory. Fails if the destination exists."""
-        return await calls.quick(ctx, tools.move_file, source, destination)
+        reply = await calls.quick(ctx, tools.move_file, source, destination)
+        await wrote(source, destination, listing=True)
+        return reply
 
     async def replaced(
         source: str, destination: str, overwrite: bool, recursive: bool, ctx: Context[Any, Any]
@@ -255,7 +270,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         links, never followed. Replacing existing files (overwrite=true) may first ask the user."""
         if not consent.go_ahead:
             return consent.refusal
-        return await calls.quick(ctx, tools.copy_file, source, destination, overwrite, recursive)
+        reply = await calls.quick(ctx, tools.copy_file, source, destination, overwrite, recursive)
+        await wrote(destination, listing=True)
+        return reply
 
     async def deletion(path: str, recursive: bool, ctx: Context[Any, Any]) -> str | None:
         return await calls.quick(ctx, tools.describe_deletion, path, recursive)
@@ -279,7 +296,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         confirm, with every file that would be lost named."""
         if not consent.go_ahead:
             return consent.refusal
-        return await calls.quick(ctx, tools.delete_path, path, recursive)
+        reply = await calls.quick(ctx, tools.delete_path, path, recursive)
+        await wrote(path, listing=True)
+        return reply
 
     # -- looking around ---------------------------------------------------------------------
     @server.tool(title="List directory", read_only=True, structured_output=False)

@@ -124,7 +124,12 @@ def build_server(settings: GitSettings) -> BatteriesServer:
             return await call(ctx, repo_path, fn, *args, **kwargs)
         finally:
             news = await source.recheck(live.subscribed, live.listing_wanted)
-            await live.changed(news.updated, list_changed=news.list_changed)
+            await live.changed(
+                news.updated,
+                list_changed=news.list_changed,
+                digests=news.digests,
+                list_digest=news.list_digest,
+            )
 
     # -- the reference's tools ------------------------------------------------------------------
     @server.tool(title="Working tree status", read_only=True)

@@ -300,6 +300,9 @@ class BatteriesServer:
         self.task_tools: dict[str, TaskSupport] = {}
         self.tasks = TaskStore(TaskLimits(promote_after=settings.task_after, ttl_s=settings.task_ttl))
         self.read_hints = ReadHints()
+        #: What the server adds to the bundle's `/status` (e.g. "bus": the change bus's state);
+        #: a report whose "state" is not "connected" makes the bundle's status "degraded".
+        self.reports: dict[str, Callable[[], dict[str, Any]]] = {}
         self.mcp = _Server(
             f"mcp-{settings.server_name}",
             title=title,

@@ -236,6 +236,22 @@ class ServerSettings(BaseSettings):
     max_sessions: int = Field(
         1000, ge=1, description="HTTP: most sessions open at once; a new one gets 503 until one ends."
     )
+    bus: str | None = Field(
+        None,
+        description=(
+            "HTTP: share change notifications with the other replicas through this PostgreSQL "
+            "(postgresql://...: LISTEN/NOTIFY) or Redis (redis://...: pub/sub) server; off for one process."
+        ),
+        json_schema_extra={"metavar": "URL"},
+    )
+    bus_channel: str = Field(
+        "mcp_batteries",
+        min_length=1,
+        max_length=40,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="HTTP: the bus channels' prefix (PREFIX.NAME per server); replicas must agree.",
+        json_schema_extra={"metavar": "NAME"},
+    )
     config: Path | None = Field(None, description="A TOML file with any of these settings.")
 
     @field_validator("path")
