@@ -15,6 +15,12 @@ as the previous answer has arrived, with no sleeps; most calls are cheap
 - `stateless`: handshake-era clients against `mcp-batteries serve --stateless`;
 - `churn`: sessions opened (initialize), used once, and closed (DELETE), `--sessions` of them.
 
+`--replicas 3` runs three bundles (the same configuration, `--bus URL` for the change bus between
+them) behind HAProxy on loopback (`haproxy` must be installed: `apt-get install haproxy`), which
+balances round-robin and keeps each session on the replica that opened it (a stick table learnt
+from the `Mcp-Session-Id` of `initialize`'s answer, as docs/deploy.md shows): 2026-07-28
+requests go anywhere. CPU and RSS are then the replicas' sums.
+
 Each mode warms up, then measures for `--seconds`; RSS of the server process is sampled every
 second of the measurement ("flat" = the growth from the first to the last second after warm-up).
 The clients speak HTTP/1.1 themselves over asyncio streams (one keep-alive connection each), so
@@ -30,7 +36,9 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -267,6 +275,57 @@ class Bundle:
         return 0
 
 
+@dataclass
+class Replicas:
+    """Several bundles behind HAProxy: the load's target is the balancer."""
+
+    bundles: list[Bundle]
+    balancer: subprocess.Popen[bytes]
+    host: str
+    port: int
+
+    def cpu_seconds(self) -> float:
+        return sum(b.cpu_seconds() for b in self.bundles)
+
+    def rss_kib(self) -> int:
+        return sum(b.rss_kib() for b in self.bundles)
+
+
+@contextlib.contextmanager
+def replicas(config: Path, count: int, work: Path, *extra: str) -> Iterator[Replicas]:
+    haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    if not os.access(haproxy, os.X_OK):
+        raise SystemExit("--replicas needs HAProxy: apt-get install haproxy")
+    with contextlib.ExitStack() as stack:
+        bundles = [stack.enter_context(bundle(config, *extra)) for _ in range(count)]
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        servers = "\n".join(f"    server r{i} {b.host}:{b.port}" for i, b in enumerate(bundles))
+        cfg = work / "haproxy.cfg"
+        cfg.write_text(
+            "global\n    maxconn 4096\n\ndefaults\n    mode http\n    timeout connect 5s\n"
+            "    timeout client 300s\n    timeout server 300s\n\n"
+            f"frontend mcp\n    bind 127.0.0.1:{port}\n    default_backend replicas\n\n"
+            "backend replicas\n    balance roundrobin\n"
+            # A session's requests reach the replica that opened it: learnt from its answer.
+            "    stick-table type string len 128 size 100k expire 30m\n"
+            "    stick store-response res.hdr(mcp-session-id)\n"
+            "    stick match req.hdr(mcp-session-id)\n"
+            f"{servers}\n"
+        )
+        balancer = subprocess.Popen([haproxy, "-db", "-f", str(cfg)], stdout=subprocess.DEVNULL)
+        try:
+            for _ in range(200):
+                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+                time.sleep(0.05)  # HAProxy is another process: wait for its port
+            yield Replicas(bundles, balancer, "127.0.0.1", port)
+        finally:
+            balancer.terminate()
+            balancer.wait(timeout=10)
+
+
 #: Set by --profile: run the bundle under cProfile, writing FILE.<mode> when it stops.
 PROFILE: str | None = None
 
@@ -364,7 +423,13 @@ def choose(rng: random.Random, heavy_share: float, tree: Path) -> Call:
 
 
 async def closed_loop(
-    target: Bundle, mode: str, clients: int, warmup: float, seconds: float, heavy_share: float, tree: Path
+    target: Bundle | Replicas,
+    mode: str,
+    clients: int,
+    warmup: float,
+    seconds: float,
+    heavy_share: float,
+    tree: Path,
 ) -> Result:
     era = "modern" if mode == "modern" else "legacy"
     stats = Stats()
@@ -420,7 +485,7 @@ async def closed_loop(
     )
 
 
-async def server_status(target: Bundle) -> dict[str, Any]:
+async def server_status(target: Bundle | Replicas) -> dict[str, Any]:
     http = HttpConnection(target.host, target.port)
     try:
         code, _, body = await http.request("GET", "/status", {})
@@ -430,13 +495,13 @@ async def server_status(target: Bundle) -> dict[str, Any]:
     return status
 
 
-async def event_store_mib(target: Bundle) -> float:
+async def event_store_mib(target: Bundle | Replicas) -> float:
     """What the sessions' resumable-SSE stores keep now (the bounded part of RSS growth)."""
     servers = (await server_status(target))["servers"]
     return sum(server.get("event_store_bytes", 0) for server in servers) / 2**20
 
 
-async def churn(target: Bundle, sessions: int, concurrency: int) -> dict[str, Any]:
+async def churn(target: Bundle | Replicas, sessions: int, concurrency: int) -> dict[str, Any]:
     """Open, use once and close `sessions` sessions; RSS after the first tenth vs at the end."""
     errors: list[str] = []
     queue: asyncio.Queue[int] = asyncio.Queue()
@@ -502,8 +567,9 @@ async def main_async(options: argparse.Namespace) -> None:
     work.mkdir(parents=True, exist_ok=True)
     tree, database = make_data(work, files=options.files)
     config = work / "bundle.toml"
+    bus = f'bus = "{options.bus}"\nbus_channel = "bench_load_{os.getpid()}"\n' if options.bus else ""
     config.write_text(
-        f'[filesystem]\ndirectories = ["{tree}"]\nwatch = false\n'
+        f'{bus}[filesystem]\ndirectories = ["{tree}"]\nwatch = false\n'
         f'[sql]\ndatabases = ["sqlite:///{database}"]\nmax_rows = 500\n'
     )
     only = set(options.only.split(",")) if options.only else {"stateful", "modern", "stateless", "churn"}
@@ -512,11 +578,13 @@ async def main_async(options: argparse.Namespace) -> None:
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     print(
         f"load: {options.clients} clients, {options.seconds:.0f}s per mode after {options.warmup:.0f}s "
-        f"warm-up, {options.heavy_share:.0%} heavy calls; cores: {os.cpu_count()}; load average: {load}",
+        f"warm-up, {options.heavy_share:.0%} heavy calls; cores: {os.cpu_count()}; load average: {load}; "
+        f"replicas: {options.replicas}{' behind HAProxy' if options.replicas > 1 else ''}",
         flush=True,
     )
     if only & {"stateful", "modern", "churn"}:
-        with bundle(config) as target:
+        serving = replicas(config, options.replicas, work) if options.replicas > 1 else bundle(config)
+        with serving as target:
             for mode in ("stateful", "modern"):
                 if mode in only:
                     result = await closed_loop(
@@ -534,7 +602,12 @@ async def main_async(options: argparse.Namespace) -> None:
             if "churn" in only:
                 churned = await churn(target, options.sessions, concurrency=min(20, options.clients))
     if "stateless" in only:
-        with bundle(config, "--stateless") as target:
+        stateless = (
+            replicas(config, options.replicas, work, "--stateless")
+            if options.replicas > 1
+            else bundle(config, "--stateless")
+        )
+        with stateless as target:
             result = await closed_loop(
                 target,
                 "stateless",
@@ -570,6 +643,10 @@ def main() -> None:
         "--sessions", type=int, default=2000, help="sessions the churn mode opens (default 2000)"
     )
     parser.add_argument("--files", type=int, default=200, help="files in the generated tree (default 200)")
+    parser.add_argument("--replicas", type=int, default=1, help="bundles behind HAProxy (default 1: none)")
+    parser.add_argument(
+        "--bus", default="", help="with --replicas: the change bus URL (postgresql:// or redis://)"
+    )
     parser.add_argument("--only", default="", help="modes: stateful,modern,stateless,churn (default: all)")
     parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "mcp-batteries-load"))
     parser.add_argument("--json", default="", help="also write the figures to this file")

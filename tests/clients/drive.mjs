@@ -7,7 +7,10 @@
 // @modelcontextprotocol/sdk, the 2025-era client most hosts ship; "v2" is
 // @modelcontextprotocol/client, which also speaks 2026-07-28), an `era` ("legacy" or "modern"),
 // optionally `roots` (the client then declares the roots capability and answers roots/list with
-// exactly these URIs; [] is what the MCP Inspector answers) and `checks` run in order:
+// exactly these URIs; [] is what the MCP Inspector answers), optionally `elicit` ("accept" or
+// "decline": the client declares form elicitation and gives that answer to every question, the
+// box ticked on accept; v2 in 2026-07-28 answers InputRequiredResult rounds through the same
+// handler) and `checks` run in order:
 //   {"kind": "tools/list", "expect": [tool names]}
 //   {"kind": "tools/call", "name": N, "arguments": {...}, "expect": "text the result holds"}
 //   {"kind": "resources/read", "uri": U, "expect": "text the contents hold"}
@@ -17,7 +20,7 @@ import { readFileSync } from "node:fs";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport as StdioV1 } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport as HttpV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ListRootsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, ListRootsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from "@modelcontextprotocol/client";
 import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/stdio";
 
@@ -48,14 +51,20 @@ function client(session) {
   const roots = session.roots;
   const capabilities = roots ? { roots: { listChanged: true } } : {};
   const answer = async () => ({ roots: roots.map((uri) => ({ uri })) });
+  const elicit = session.elicit;
+  if (elicit) capabilities.elicitation = session.sdk === "v1" ? {} : { form: {} };
+  const reply = async () =>
+    elicit === "accept" ? { action: "accept", content: { confirm: true } } : { action: elicit };
   if (session.sdk === "v1") {
     const c = new ClientV1(info, { capabilities });
     if (roots) c.setRequestHandler(ListRootsRequestSchema, answer);
+    if (elicit) c.setRequestHandler(ElicitRequestSchema, reply);
     return c;
   }
   const mode = session.era === "modern" ? { pin: "2026-07-28" } : "legacy";
   const c = new ClientV2(info, { capabilities, versionNegotiation: { mode } });
   if (roots) c.setRequestHandler("roots/list", answer);
+  if (elicit) c.setRequestHandler("elicitation/create", reply);
   return c;
 }
 

@@ -319,3 +319,39 @@ async def test_independent_clients_drive_every_server_in_the_bundle(
         inspections = [(server, [bundle.url(server.name)], f"bundle {server.name}") for server in servers]
         found = await both_clients(clients, tmp_path, plan, inspections, everything=False)
     assert not found, "\n".join(found) + "\nbundle log:\n" + "\n".join(bundle.log[-30:])
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_typescript_clients_are_asked_before_a_deletion(
+    clients: Clients, tmp_path: Path, transport: str
+) -> None:
+    """docs/confirmation.md with the official TypeScript clients: v1 answers `elicitation/create`
+    (2025 era), v2 also answers `InputRequiredResult` rounds (2026-07-28); an accept deletes, a
+    decline keeps the file."""
+    files = tmp_path / "files"
+    files.mkdir()
+    answers = [("v1", "legacy", "accept"), ("v1", "legacy", "decline"), ("v2", "modern", "accept"),
+               ("v2", "modern", "decline"), ("v2", "legacy", "accept")]  # fmt: skip
+    for n, _ in enumerate(answers):
+        (files / f"victim-{n}.txt").write_text("precious\n")
+    script = script_path("mcp-batteries-filesystem")
+    args = [str(files), "--no-watch"]
+
+    def plan(target: dict[str, Any]) -> list[dict[str, Any]]:
+        return [
+            {**target, "label": f"filesystem {transport} {sdk} {era} {elicit}", "sdk": sdk, "era": era,
+             "elicit": elicit, "checks": [{
+                 "kind": "tools/call", "name": "delete_path", "arguments": {"path": f"victim-{n}.txt"},
+                 "expect": "Deleted file" if elicit == "accept" else "Nothing was changed: the user declined",
+             }]}
+            for n, (sdk, era, elicit) in enumerate(answers)
+        ]  # fmt: skip
+
+    if transport == "stdio":
+        found = failures(await drive(clients, plan({"command": script, "args": args}), tmp_path))
+    else:
+        async with http_server("mcp-batteries-filesystem", *args) as running:
+            found = failures(await drive(clients, plan({"url": running.url}), tmp_path))
+    assert not found, "\n".join(found)
+    kept = sorted(p.name for p in files.iterdir())
+    assert kept == [f"victim-{n}.txt" for n, (_, _, elicit) in enumerate(answers) if elicit == "decline"]

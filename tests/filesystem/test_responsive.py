@@ -42,7 +42,9 @@ def test_a_catastrophic_pattern_stops_at_the_time_limit_with_a_clear_error(evil:
     started = time.monotonic()
     with pytest.raises(LimitExceeded, match="backtracks catastrophically") as caught:
         grep.grep(AllowedDirectories([evil]), ".", HOSTILE, is_regex=True, regex_timeout=0.5)
-    assert time.monotonic() - started < 3.0
+    # Far below what 40 characters cost without the limit (hours), and far above the 0.5 s
+    # limit, so a loaded machine cannot make it fail.
+    assert time.monotonic() - started < 30.0
     assert "evil.txt" in str(caught.value) and "0.5 s" in str(caught.value)
 
 
@@ -109,7 +111,7 @@ async def test_a_cancelled_call_returns_once_its_thread_has_stopped() -> None:
     with anyio.move_on_after(0.2):
         await run_cancellable(work)
     assert finished.is_set(), "the worker thread still runs after the call returned"
-    assert time.monotonic() - started < 1.0 and len(units_done) < 100
+    assert time.monotonic() - started < 5.0 and len(units_done) < 100
 
 
 async def _ping_while(client: object, call: object) -> tuple[float, object]:

@@ -276,6 +276,28 @@ async def test_a_huge_root_is_watched_at_its_top_level_only_and_still_reports_li
         await heard.wait_method("notifications/resources/list_changed")
 
 
+async def test_without_watching_the_server_still_reports_its_own_writes(root: Path) -> None:
+    # A network volume (watch = false): no watcher, but writes made through this server are
+    # notified (and, with a change bus, published to the other replicas).
+    server = build_server(FilesystemSettings(directories=[str(root)], watch=False))
+    target = root / "notes.txt"
+    async with (
+        connect(server.mcp, "modern") as client,
+        client.listen(resource_subscriptions=[target.as_uri()], resources_list_changed=True) as events,
+    ):
+        await client.call_tool(
+            "edit_file", {"path": "notes.txt", "edits": [{"oldText": "line 4999", "newText": "one"}]}
+        )
+        await client.call_tool("create_directory", {"path": str(root / "made")})
+        kinds: list[str] = []
+        with anyio.fail_after(10):
+            async for event in events:
+                kinds.append(type(event).__name__)
+                if "ResourcesListChanged" in kinds:
+                    break
+        assert kinds == ["ResourceUpdated", "ResourcesListChanged"]
+
+
 async def test_roots_narrow_reads_listing_and_subscriptions(root: Path) -> None:
     from mcp import MCPError
     from mcp.types import ListRootsResult, Root

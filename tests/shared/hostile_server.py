@@ -35,6 +35,9 @@ from mcp_batteries.errors import AccessDenied, InvalidInput, LimitExceeded, NotF
 from mcp_batteries.testing import RunningServer
 from pydantic import BaseModel, Field
 
+#: What the sleep and block tools write on stderr once running: a process test waits for it.
+STARTED = "hostile-server: call started"
+
 #: What `os.fsdecode(b"bad\xffname.txt")` gives: a lone surrogate the JSON encoder refuses.
 UNENCODABLE = "bad\udcffname.txt"
 
@@ -135,12 +138,14 @@ def build_server(settings: HostileSettings) -> BatteriesServer:
     @server.tool(title="Sleep", read_only=True)
     async def sleep(seconds: float) -> str:
         """Sleeps on the event loop (cancellable)."""
+        print(STARTED, file=sys.stderr, flush=True)
         await anyio.sleep(seconds)
         return f"slept {seconds}"
 
     @server.tool(title="Block", read_only=True)
     async def block(seconds: float) -> str:
         """Blocks a worker thread that ignores cancellation (like a stuck system call)."""
+        print(STARTED, file=sys.stderr, flush=True)
         await in_thread(time.sleep, seconds)
         return f"blocked {seconds}"
 

@@ -8,12 +8,15 @@ mapped, subscriptions and notifications for both protocol eras. `current_caller(
 calling (the same `Caller` on stdio, with tokens or with OAuth). Integers a client sends are
 held to JSON's exact range (`MAX_SAFE_INTEGER`); `cursor_offset`/`whole_number` parse the ones that
 arrive as text (cursors, ids) by the same rule. `CacheHint` is how long a client may reuse a
-list or a resource it read, and whether across callers (`BatteriesServer.cache`).
+list or a resource it read, and whether across callers (`BatteriesServer.cache`). `Consent` is
+what a tool registered with `confirm=` gets: whether its user let it destroy what it would
+(`mcp_batteries._core.confirm`, docs/confirmation.md).
 """
 
 from mcp.server.caching import CacheHint
 
 from mcp_batteries._core.app import BatteriesServer
+from mcp_batteries._core.confirm import Consent
 from mcp_batteries._core.identity import Caller, current_caller
 from mcp_batteries._protocol.integers import MAX_SAFE_INTEGER, cursor_offset, whole_number
 
@@ -22,6 +25,7 @@ __all__ = [
     "BatteriesServer",
     "CacheHint",
     "Caller",
+    "Consent",
     "current_caller",
     "cursor_offset",
     "whole_number",

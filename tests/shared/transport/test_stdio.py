@@ -26,7 +26,7 @@ from mcp_batteries._transport.stdio import (
     StdioTransport,
 )
 
-from ..hostile_server import HostileSettings, build_server
+from ..hostile_server import STARTED, HostileSettings, build_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("each_platform_family")]
 
@@ -212,9 +212,9 @@ async def test_a_modern_client_leaving_with_a_listen_stream_open_ends_the_transp
 # -- the process: signals -------------------------------------------------------------------
 
 
-def start_hostile() -> subprocess.Popen[bytes]:
+def start_hostile(*args: str) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
-        [sys.executable, str(HOSTILE)],
+        [sys.executable, str(HOSTILE), *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -236,6 +236,20 @@ def send(process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
 def answers(process: subprocess.Popen[bytes]) -> list[dict[str, Any]]:
     assert process.stdout is not None
     return [json.loads(raw) for raw in process.stdout.read().splitlines() if raw.strip()]
+
+
+def wait_for_stderr(process: subprocess.Popen[bytes], text: str) -> None:
+    """Until the server writes a line containing `text` on stderr (a process test's only event)."""
+    assert process.stderr is not None
+    for raw in process.stderr:
+        if text in raw.decode(errors="replace"):
+            return
+    raise AssertionError(f"the server exited without saying {text!r}")
+
+
+def wait_started(process: subprocess.Popen[bytes]) -> None:
+    """Until the hostile server's sleep or block tool says that the call is running."""
+    wait_for_stderr(process, STARTED)
 
 
 def stop(process: subprocess.Popen[bytes], timeout: float) -> float:
@@ -260,7 +274,7 @@ def test_sigterm_lets_a_call_in_flight_answer_then_exits() -> None:
     process = start_hostile()
     try:
         send(process, call(1, "sleep", seconds=0.5))
-        time.sleep(0.2)  # the call is running (a process test: there is nothing to wait on)
+        wait_started(process)
         elapsed = stop(process, timeout=15)
     finally:
         process.kill()
@@ -272,7 +286,7 @@ def test_sigterm_cancels_calls_that_outlast_the_grace_period_and_answers_them() 
     process = start_hostile()
     try:
         send(process, call(1, "sleep", seconds=60))
-        time.sleep(0.2)
+        wait_started(process)
         elapsed = stop(process, timeout=15)
     finally:
         process.kill()
@@ -287,7 +301,7 @@ def test_a_call_stuck_in_a_thread_cannot_hold_the_process_past_the_exit_bound() 
     process = start_hostile()
     try:
         send(process, call(1, "block", seconds=60))
-        time.sleep(0.3)
+        wait_started(process)
         elapsed = stop(process, timeout=30)
     finally:
         process.kill()
@@ -296,12 +310,12 @@ def test_a_call_stuck_in_a_thread_cannot_hold_the_process_past_the_exit_bound() 
 
 
 def test_a_request_that_arrives_while_stopping_is_refused_not_ignored() -> None:
-    process = start_hostile()
+    process = start_hostile("--log-level", "info")  # to hear that the signal arrived
     try:
         send(process, call(1, "sleep", seconds=1.0))
-        time.sleep(0.2)
+        wait_started(process)
         process.send_signal(signal.SIGTERM)
-        time.sleep(0.2)
+        wait_for_stderr(process, "finishing the calls in flight")
         send(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
         assert process.wait(timeout=15) == 0
     finally:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 from mcp_batteries.live import WatchTarget, has_more_directories
-from mcp_batteries.safety import AllowedDirectories, file_uri_to_path
+from mcp_batteries.safety import AllowedDirectories, file_uri_to_path, unquote_path
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +38,17 @@ class LiveFiles:
         # URI -> real path, from the subscription check that just resolved it (saves resolving it
         # twice, each time in a worker thread); bounded, the oldest entries go first.
         self._checked: OrderedDict[str, str] = OrderedDict()
+
+    def uris_of(self, paths: Sequence[str]) -> set[str]:
+        """The `file://` URIs of paths a tool was given (relative ones are in the first allowed
+        directory, as the tools read them). Blocking: call it in a worker thread."""
+        uris = set()
+        for given in paths:
+            path = Path(unquote_path(given))
+            if not path.is_absolute() and self._allowed.roots:
+                path = self._allowed.roots[0] / path
+            uris.add(path_to_uri(os.path.realpath(path)))
+        return uris
 
     def checked(self, uri: str, real_path: str) -> None:
         """The subscription check resolved `uri` to `real_path`."""

@@ -13,13 +13,15 @@ from mcp.types import AudioContent, Completion, ImageContent, Resource, Resource
 from mcp_batteries.live import LiveResources, RootsTracker
 from mcp_batteries.platform import weaker_guarantee
 from mcp_batteries.safety import AllowedDirectories, current_directory_scope
-from mcp_batteries.server import BatteriesServer, CacheHint
+from mcp_batteries.server import BatteriesServer, CacheHint, Consent, current_caller
+from mcp_batteries.work import in_thread
 from pydantic import BaseModel, Field
 
 from mcp_filesystem import catalog, tools
 from mcp_filesystem.calls import Calls
 from mcp_filesystem.config import FilesystemSettings
 from mcp_filesystem.live import LiveFiles
+from mcp_filesystem.losses import ReadLedger
 
 INSTRUCTIONS = """Files inside the operator's allowed directories (call list_allowed_directories first).
 Paths may be absolute or relative to the first allowed directory. Reads are paged: when a result
@@ -87,7 +89,25 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     roots.install(server)
     calls = Calls(roots, tidy=not settings.read_only)
 
-    LiveResources(server, live_files, watch=settings.watch)
+    live = LiveResources(server, live_files, watch=settings.watch)
+
+    async def wrote(*paths: str, listing: bool = False) -> None:
+        """With watching off (`watch = false`: a network volume, replicas sharing one), this
+        server reports its own writes, so subscribers (of every replica, with a change bus) still
+        hear of them; with watching on, the watcher reports them (and writes made by others)."""
+        if not settings.watch:
+            await live.changed(await in_thread(live_files.uris_of, paths), list_changed=listing)
+
+    # Which version of which file each caller has read: write_file asks before replacing any
+    # other (docs/confirmation.md).
+    ledger = ReadLedger()
+
+    def caller_key() -> str:
+        caller = current_caller()
+        return f"{caller.source}:{caller.subject}"
+
+    async def seen(ctx: Context[Any, Any], *paths: str) -> None:
+        await calls.quick(ctx, tools.note_seen, ledger, caller_key(), paths)
 
     # -- reading ---------------------------------------------------------------------------
     @server.tool(
@@ -115,7 +135,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         offset/limit for any slice. A file that is not UTF-8 is shown decoded as windows-1252
         (nothing replaced; the reply says so). Binary files are refused: use read_media_file for
         images and audio."""
-        return await calls.quick(ctx, tools.read_text_file, path, head, tail, offset, limit)
+        text = await calls.quick(ctx, tools.read_text_file, path, head, tail, offset, limit)
+        await seen(ctx, path)
+        return text
 
     @server.tool(title="Read file (deprecated)", read_only=True, structured_output=False)
     async def read_file(
@@ -125,7 +147,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         tail: Annotated[int | None, Field(ge=1, description="Only the last N lines.")] = None,
     ) -> str:
         """Deprecated alias of read_text_file, kept for prompts written for the reference server."""
-        return await calls.quick(ctx, tools.read_text_file, path, head, tail, None, None)
+        text = await calls.quick(ctx, tools.read_text_file, path, head, tail, None, None)
+        await seen(ctx, path)
+        return text
 
     @server.tool(title="Read image or audio file", read_only=True, structured_output=False)
     async def read_media_file(path: PathArg, ctx: Context[Any, Any]) -> ImageContent | AudioContent:
@@ -150,21 +174,37 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         """Read several text files in one call. A file that fails is reported with its error and
         the others are still returned. Output is capped per file and in total; page a big file
         with read_text_file."""
-        return await calls.quick(ctx, tools.read_multiple_files, paths)
+        text = await calls.quick(ctx, tools.read_multiple_files, paths)
+        await seen(ctx, *paths)
+        return text
 
     # -- writing ---------------------------------------------------------------------------
+    async def overwrite(path: str, content: str, ctx: Context[Any, Any]) -> str | None:
+        return await calls.quick(ctx, tools.describe_overwrite, path, content, ledger, caller_key())
+
     @server.tool(
-        title="Write file", read_only=False, destructive=True, idempotent=True, structured_output=False
+        title="Write file",
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+        structured_output=False,
+        confirm=overwrite,
     )
     async def write_file(
         path: PathArg,
         content: Annotated[str, Field(description="The complete new content of the file (UTF-8).")],
         ctx: Context[Any, Any],
+        consent: Consent,
     ) -> str:
         """Create a file or replace its whole content, atomically (a reader never sees half a
         file), as UTF-8. To change part of a file, use edit_file instead (it keeps the file's
-        encoding)."""
-        return await calls.quick(ctx, tools.write_file, path, content)
+        encoding). Replacing a file this client has not read may first ask the user."""
+        if not consent.go_ahead:
+            return consent.refusal
+        reply = await calls.quick(ctx, tools.write_file, path, content)
+        await seen(ctx, path)
+        await wrote(path, listing=True)
+        return reply
 
     @server.tool(title="Edit file", read_only=False, destructive=True, structured_output=False)
     async def edit_file(
@@ -177,12 +217,18 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         (add surrounding lines to make it unique, or set replaceAll); whitespace-only differences
         are tolerated and indentation is preserved. Use dryRun to preview. A file that is not
         UTF-8 is edited as windows-1252 and written back in it, keeping every other byte."""
-        return await calls.quick(ctx, tools.edit_file, path, [e.model_dump() for e in edits], dryRun)
+        reply = await calls.quick(ctx, tools.edit_file, path, [e.model_dump() for e in edits], dryRun)
+        await seen(ctx, path)
+        if not dryRun:
+            await wrote(path)
+        return reply
 
     @server.tool(title="Create directory", read_only=False, idempotent=True, structured_output=False)
     async def create_directory(path: PathArg, ctx: Context[Any, Any]) -> str:
         """Create a directory, with any missing parents; succeeds if it already exists."""
-        return await calls.quick(ctx, tools.create_directory, path)
+        reply = await calls.quick(ctx, tools.create_directory, path)
+        await wrote(path, listing=True)
+        return reply
 
     @server.tool(title="Move or rename", read_only=False, destructive=True, structured_output=False)
     async def move_file(
@@ -191,31 +237,68 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         ctx: Context[Any, Any],
     ) -> str:
         """Move or rename a file or directory. Fails if the destination exists."""
-        return await calls.quick(ctx, tools.move_file, source, destination)
+        reply = await calls.quick(ctx, tools.move_file, source, destination)
+        await wrote(source, destination, listing=True)
+        return reply
 
-    @server.tool(title="Copy", read_only=False, structured_output=False)
+    async def replaced(
+        source: str, destination: str, overwrite: bool, recursive: bool, ctx: Context[Any, Any]
+    ) -> str | None:
+        return await calls.quick(
+            ctx,
+            tools.describe_copy_overwrite,
+            source,
+            destination,
+            overwrite,
+            recursive,
+            ledger,
+            caller_key(),
+        )
+
+    @server.tool(title="Copy", read_only=False, destructive=True, structured_output=False, confirm=replaced)
     async def copy_file(
         source: Annotated[str, Field(description="Existing file or directory.")],
         destination: Annotated[str, Field(description="Path of the copy.")],
         ctx: Context[Any, Any],
+        consent: Consent,
         overwrite: Annotated[bool, Field(description="Replace an existing destination file.")] = False,
         recursive: Annotated[
             bool, Field(description="Required to copy a directory and its contents.")
         ] = False,
     ) -> str:
         """Copy a file (or, with recursive=true, a directory tree). Symbolic links are copied as
-        links, never followed."""
-        return await calls.quick(ctx, tools.copy_file, source, destination, overwrite, recursive)
+        links, never followed. Replacing existing files (overwrite=true) may first ask the user."""
+        if not consent.go_ahead:
+            return consent.refusal
+        reply = await calls.quick(ctx, tools.copy_file, source, destination, overwrite, recursive)
+        await wrote(destination, listing=True)
+        return reply
 
-    @server.tool(title="Delete", read_only=False, destructive=True, idempotent=True, structured_output=False)
+    async def deletion(path: str, recursive: bool, ctx: Context[Any, Any]) -> str | None:
+        return await calls.quick(ctx, tools.describe_deletion, path, recursive)
+
+    @server.tool(
+        title="Delete",
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+        structured_output=False,
+        confirm=deletion,
+    )
     async def delete_path(
         path: PathArg,
         ctx: Context[Any, Any],
+        consent: Consent,
         recursive: Annotated[bool, Field(description="Required to delete a non-empty directory.")] = False,
     ) -> str:
         """Delete a file, a symbolic link (never its target) or an empty directory; a non-empty
-        directory only with recursive=true. There is no undo."""
-        return await calls.quick(ctx, tools.delete_path, path, recursive)
+        directory only with recursive=true. There is no undo; the user may first be asked to
+        confirm, with every file that would be lost named."""
+        if not consent.go_ahead:
+            return consent.refusal
+        reply = await calls.quick(ctx, tools.delete_path, path, recursive)
+        await wrote(path, listing=True)
+        return reply
 
     # -- looking around ---------------------------------------------------------------------
     @server.tool(title="List directory", read_only=True, structured_output=False)

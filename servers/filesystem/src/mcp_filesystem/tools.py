@@ -15,7 +15,7 @@ from typing import Any, Literal
 from mcp_batteries.safety import AllowedDirectories
 from mcp_batteries.work import NEVER, CancelToken
 
-from mcp_filesystem import catalog, editing, reading, walking, writing
+from mcp_filesystem import catalog, editing, losses, reading, walking, writing
 from mcp_filesystem import grep as grep_module
 from mcp_filesystem.access import quote_path
 from mcp_filesystem.info import get_file_info as file_info
@@ -85,6 +85,39 @@ def copy_file(job: Job, source: str, destination: str, overwrite: bool, recursiv
 
 def delete_path(job: Job, path: str, recursive: bool) -> str:
     return writing.delete_path_reply(job.allowed, path, recursive)
+
+
+# -- what a destructive call would lose (the question its user confirms) ----------------------
+
+
+def describe_deletion(job: Job, path: str, recursive: bool) -> str | None:
+    return losses.describe_deletion(job.allowed, path, recursive)
+
+
+def describe_overwrite(
+    job: Job, path: str, content: str, ledger: losses.ReadLedger, caller: str
+) -> str | None:
+    return losses.describe_overwrite(job.allowed, path, content, ledger, caller)
+
+
+def describe_copy_overwrite(
+    job: Job,
+    source: str,
+    destination: str,
+    overwrite: bool,
+    recursive: bool,
+    ledger: losses.ReadLedger,
+    caller: str,
+) -> str | None:
+    return losses.describe_copy_overwrite(
+        job.allowed, source, destination, overwrite, recursive, ledger, caller
+    )
+
+
+def note_seen(job: Job, ledger: losses.ReadLedger, caller: str, paths: Sequence[str]) -> None:
+    """After a read, an edit or a write: `caller` knows these files' current content."""
+    for path in paths:
+        ledger.saw_path(job.allowed, caller, path)
 
 
 # -- looking around --------------------------------------------------------------------------

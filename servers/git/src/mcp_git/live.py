@@ -22,6 +22,7 @@ notification, and a change made by a plain `git` in another terminal always does
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterable, Sequence
 
@@ -115,6 +116,15 @@ class LiveRepositories:
             return f"error: {exc}".encode()
         return self._fingerprint(target)
 
+    def _digests(self, uris: Iterable[str], listing: bool) -> tuple[dict[str, str], str | None]:
+        """What was seen, for the change bus: the same on every replica that looks at the same
+        repository after the same change, so that change is delivered once."""
+        digests = {
+            uri: hashlib.sha256(self._prints[uri]).hexdigest()[:32] for uri in uris if uri in self._prints
+        }
+        listed = self._listing_print if listing else None
+        return digests, hashlib.sha256(listed).hexdigest()[:32] if listed is not None else None
+
     async def _changed(self, uris: Iterable[str]) -> set[str]:
         changed: set[str] = set()
         for uri in uris:
@@ -135,14 +145,16 @@ class LiveRepositories:
         async with self._lock:
             updated = await self._changed(hits.uris)
             listing = hits.listing and await self._listing_changed()
-        return Changes(updated=frozenset(updated), list_changed=listing)
+            digests, list_digest = self._digests(updated, listing)
+        return Changes(frozenset(updated), listing, digests, list_digest)
 
     async def poll(self, uris: frozenset[str]) -> Changes:
         self._polled &= uris
         if not self._polled:
             return Changes()
         async with self._lock:
-            return Changes(updated=frozenset(await self._changed(sorted(self._polled))))
+            updated = await self._changed(sorted(self._polled))
+            return Changes(frozenset(updated), False, self._digests(updated, False)[0])
 
     async def recheck(self, uris: frozenset[str], listing: bool) -> Changes:
         """After the server changed a repository itself: what its subscribers should hear now
@@ -150,4 +162,5 @@ class LiveRepositories:
         async with self._lock:
             updated = await self._changed(uris)
             list_changed = listing and await self._listing_changed()
-        return Changes(updated=frozenset(updated), list_changed=list_changed)
+            digests, list_digest = self._digests(updated, list_changed)
+        return Changes(frozenset(updated), list_changed, digests, list_digest)

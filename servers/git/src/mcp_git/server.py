@@ -20,10 +20,10 @@ from mcp.types import (
 )
 from mcp_batteries.errors import InvalidInput
 from mcp_batteries.live import LiveResources, RootsTracker
-from mcp_batteries.server import BatteriesServer, CacheHint
+from mcp_batteries.server import BatteriesServer, CacheHint, Consent
 from pydantic import BaseModel, Field
 
-from mcp_git import changes, history, network, prompts, refs, resources
+from mcp_git import changes, history, losses, network, prompts, refs, resources
 from mcp_git.config import GitSettings
 from mcp_git.live import LiveRepositories
 from mcp_git.models import (
@@ -124,7 +124,12 @@ def build_server(settings: GitSettings) -> BatteriesServer:
             return await call(ctx, repo_path, fn, *args, **kwargs)
         finally:
             news = await source.recheck(live.subscribed, live.listing_wanted)
-            await live.changed(news.updated, list_changed=news.list_changed)
+            await live.changed(
+                news.updated,
+                list_changed=news.list_changed,
+                digests=news.digests,
+                list_digest=news.list_digest,
+            )
 
     # -- the reference's tools ------------------------------------------------------------------
     @server.tool(title="Working tree status", read_only=True)
@@ -487,9 +492,16 @@ def build_server(settings: GitSettings) -> BatteriesServer:
                 text, result = await call(ctx, repo_path, refs.list_tags, offset=offset, limit=limit)
             return _reply(text, result)
 
-        @server.tool(title="Stash changes", read_only=False, destructive=True)
+        async def stash_dropped(
+            ctx: Context[Any, Any], repo_path: str | None, action: str, index: int
+        ) -> str | None:
+            described: str | None = await call(ctx, repo_path, losses.describe_stash_drop, action, index)
+            return described
+
+        @server.tool(title="Stash changes", read_only=False, destructive=True, confirm=stash_dropped)
         async def git_stash(
             ctx: Context[Any, Any],
+            consent: Consent,
             repo_path: RepoArg = None,
             action: Annotated[
                 Literal["list", "push", "apply", "pop", "drop"],
@@ -507,7 +519,10 @@ def build_server(settings: GitSettings) -> BatteriesServer:
             paths: PathsArg = [],  # noqa: B006
         ) -> Annotated[CallToolResult, StashResult]:
             """Saves local changes away (push) and brings them back (apply, pop), lists stashes, or
-            deletes one (drop, which cannot be undone)."""
+            deletes one (drop, which cannot be undone, so the user may first be asked)."""
+            if not consent.go_ahead:
+                text, result = await call(ctx, repo_path, refs.list_stashes, consent.refusal)
+                return _reply(text, result)
             text, result = await change(
                 ctx,
                 repo_path,
@@ -540,14 +555,27 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         text, result = await call(ctx, repo_path, history.reflog, ref, max_count=max_count, skip=skip)
         return _reply(text, result)
 
+    async def discarded(
+        ctx: Context[Any, Any], paths: list[str], repo_path: str | None, staged: bool, source: str | None
+    ) -> str | None:
+        described: str | None = await call(
+            ctx, repo_path, losses.describe_restore, paths, staged=staged, source=source
+        )
+        return described
+
     @server.tool(
-        title="Discard or unstage changes", read_only=False, destructive=True, structured_output=False
+        title="Discard or unstage changes",
+        read_only=False,
+        destructive=True,
+        structured_output=False,
+        confirm=discarded,
     )
     async def git_restore(
         ctx: Context[Any, Any],
         paths: Annotated[
             list[str], Field(min_length=1, description="Paths to restore; ['.'] for everything.")
         ],
+        consent: Consent,
         repo_path: RepoArg = None,
         staged: Annotated[
             bool,
@@ -560,7 +588,10 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         ] = None,
     ) -> str:
         """Discards local changes to files (staged=false: the working tree is overwritten, which
-        cannot be undone) or unstages them (staged=true). Untracked files are not touched."""
+        cannot be undone, so the user may first be asked) or unstages them (staged=true).
+        Untracked files are not touched."""
+        if not consent.go_ahead:
+            return consent.refusal
         text: str = await change(ctx, repo_path, changes.restore, paths, staged=staged, source=source)
         return text
 
@@ -635,11 +666,29 @@ def build_server(settings: GitSettings) -> BatteriesServer:
             )
             return text
 
+        async def overwritten(
+            ctx: Context[Any, Any],
+            repo_path: str | None,
+            remote: str,
+            branch: str | None,
+            force_with_lease: bool,
+        ) -> str | None:
+            described: str | None = await call(
+                ctx, repo_path, losses.describe_force_push, remote, branch, force_with_lease=force_with_lease
+            )
+            return described
+
         @server.tool(
-            title="Push", read_only=False, open_world=True, structured_output=False, task_support="optional"
+            title="Push",
+            read_only=False,
+            open_world=True,
+            structured_output=False,
+            task_support="optional",
+            confirm=overwritten,
         )
         async def git_push(
             ctx: Context[Any, Any],
+            consent: Consent,
             repo_path: RepoArg = None,
             remote: Annotated[str, Field(description="A configured remote's name, or a URL.")] = "origin",
             branch: Annotated[
@@ -656,7 +705,10 @@ def build_server(settings: GitSettings) -> BatteriesServer:
                 bool, Field(description="Also push annotated tags on the pushed commits.")
             ] = False,
         ) -> str:
-            """Uploads a local branch to a remote. Never forces, unless force_with_lease is asked."""
+            """Uploads a local branch to a remote. Never forces, unless force_with_lease is asked
+            (then the user may first be asked, with the remote commits that would be lost named)."""
+            if not consent.go_ahead:
+                return consent.refusal
             current = await scope(ctx)
             text: str = await change(
                 ctx,

@@ -8,8 +8,9 @@ are polled every `poll_interval` seconds. Nothing is watched or polled while nob
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import anyio
@@ -77,12 +78,16 @@ class LiveSchema:
 
     async def _refresh_all(self, names: list[str]) -> Changes:
         updated: set[str] = set()
-        list_changed = False
+        digests: dict[str, str] = {}
+        lists: list[str] = []
         for name in names:
             changes = await self.refresh(name)
             updated |= changes.updated
-            list_changed = list_changed or changes.list_changed
-        return Changes(updated=frozenset(updated), list_changed=list_changed)
+            digests.update(changes.digests)
+            if changes.list_changed:
+                lists.append(changes.list_digest or name)
+        list_digest = _digest(lists) if lists else None
+        return Changes(frozenset(updated), bool(lists), digests, list_digest)
 
     async def _baseline(self, name: str, db: Database) -> None:
         if name in self._fingerprints:
@@ -108,5 +113,13 @@ class LiveSchema:
             if before is None or before == after:
                 return Changes()
             changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-            updated = {table_uri(name, *split_key(key)) for key in changed} | {schema_uri(name)}
-            return Changes(updated=frozenset(updated), list_changed=before.keys() != after.keys())
+            # What each replica polling or watching the same database sees alike: the change bus
+            # delivers it once (mcp_batteries.live.Changes).
+            digests = {table_uri(name, *split_key(key)): after.get(key, "-") for key in changed}
+            digests[schema_uri(name)] = _digest(f"{key}={value}" for key, value in sorted(after.items()))
+            list_digest = _digest([name, *sorted(after)])
+            return Changes(frozenset(digests), before.keys() != after.keys(), digests, list_digest)
+
+
+def _digest(parts: Iterable[str]) -> str:
+    return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:32]

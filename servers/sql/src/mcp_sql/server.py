@@ -13,12 +13,13 @@ from mcp.types import (
     TextContent,
 )
 from mcp_batteries.live import LiveResources
-from mcp_batteries.server import BatteriesServer, CacheHint
+from mcp_batteries.server import BatteriesServer, CacheHint, Consent
 from pydantic import Field
 
-from mcp_sql import present
+from mcp_sql import losses, present
 from mcp_sql.config import SqlSettings
 from mcp_sql.live import LiveSchema
+from mcp_sql.losses import Params
 from mcp_sql.models import ExecuteResult
 from mcp_sql.registry import Databases
 
@@ -102,8 +103,30 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
 
     if writes:
 
+        async def destruction(
+            statements: list[str], params: Params, database: str | None, transaction: bool
+        ) -> str | None:
+            db = databases.pick(database)
+
+            async def count(sql: str, values: Params) -> int | None:
+                try:
+                    result = await db.query(sql, values, limit=1)
+                except Exception:
+                    return None
+                row = result.rows[0] if result.rows else None
+                first = next(iter(row.values() if isinstance(row, dict) else row), None) if row else None
+                return first if isinstance(first, int) else None
+
+            return await losses.describe_execute(
+                statements, params, db.dialect, db.name, count, transaction=transaction
+            )
+
         @server.tool(
-            title="Execute SQL that changes data", read_only=False, destructive=True, task_support="optional"
+            title="Execute SQL that changes data",
+            read_only=False,
+            destructive=True,
+            task_support="optional",
+            confirm=destruction,
         )
         async def execute(
             statements: Annotated[
@@ -121,12 +144,22 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
                 bool,
                 Field(description="All statements in one transaction (needed for several)."),
             ] = True,
+            *,
+            consent: Consent,
         ) -> Annotated[CallToolResult, ExecuteResult]:
             """Execute statements that change data or schema and report rows affected (and RETURNING
             rows, capped). With transaction=true all statements run in one transaction that the
             server begins and commits: all are kept or none is. Do not include COMMIT, ROLLBACK,
             BEGIN or SAVEPOINT (they are refused). transaction=false runs one statement on its own
-            (for VACUUM, CREATE INDEX CONCURRENTLY). There is no undo: check with query first."""
+            (for VACUUM, CREATE INDEX CONCURRENTLY). There is no undo: check with query first.
+            DELETE, DROP, TRUNCATE and ALTER may first ask the user, naming the rows and objects
+            they would destroy."""
+            if not consent.go_ahead:
+                refused = ExecuteResult(statements=[], transaction=transaction, committed=False)
+                return CallToolResult(
+                    content=[TextContent(type="text", text=consent.refusal)],
+                    structured_content=refused.model_dump(mode="json"),
+                )
             result = await databases.pick(database).execute(statements, params, transaction=transaction)
             return CallToolResult(
                 content=[TextContent(type="text", text=present.execute_text(result))],

@@ -53,7 +53,9 @@ class TasksLive:
         self._lock = anyio.Lock()
         self._overflowed = False
         service.on_open.append(self._opened)
-        self.live = LiveResources(server, self, watch=bool(self._files))
+        # Every replica hears of every change through the database itself (NOTIFY at commit, or
+        # the shared SQLite file): the change bus would only repeat it.
+        self.live = LiveResources(server, self, watch=bool(self._files), share=False)
         if settings.database_url:
             server.service(self._listening)
 

@@ -18,10 +18,10 @@ from mcp.types import (
     TextContent,
 )
 from mcp_batteries.errors import BatteriesError
-from mcp_batteries.server import BatteriesServer, CacheHint, current_caller, cursor_offset
+from mcp_batteries.server import BatteriesServer, CacheHint, Consent, current_caller, cursor_offset
 from pydantic import BaseModel, Field
 
-from mcp_tasks import live, prompts, render, uris
+from mcp_tasks import live, losses, prompts, render, uris
 from mcp_tasks.access import Actor
 from mcp_tasks.config import TasksSettings
 from mcp_tasks.models import (
@@ -316,16 +316,28 @@ def build_server(settings: TasksSettings) -> BatteriesServer:
         )  # fmt: skip
         return reply(result, render.changed(result, "moved"))
 
-    @server.tool(title="Delete a task", read_only=False, destructive=True)
+    async def deleted(task_id: str | int, include_subtasks: bool) -> str | None:
+        caller = actor()
+
+        async def fetch(number: str) -> TaskDetail:
+            return await service.store.get_task(caller, number)
+
+        return await losses.describe_deletion(fetch, task_id, include_subtasks=include_subtasks)
+
+    @server.tool(title="Delete a task", read_only=False, destructive=True, confirm=deleted)
     async def delete_task(
         task_id: TaskId,
+        consent: Consent,
         include_subtasks: Annotated[
             bool, Field(description="Also delete its subtasks (required when it has any).")
         ] = False,
         expected_version: ExpectedVersion = None,
     ) -> Annotated[CallToolResult, Deleted]:
         """Delete a task for good (there is no undo; set_status cancelled keeps it). A task with
-        subtasks is refused unless include_subtasks=true. Tasks that depended on it no longer wait."""
+        subtasks is refused unless include_subtasks=true. Tasks that depended on it no longer wait.
+        The user may first be asked, with every task that would be deleted named."""
+        if not consent.go_ahead:
+            return reply(Deleted(deleted=[], unblocked=[]), consent.refusal)
         result = await service.store.delete_task(
             actor(), task_id, include_subtasks=include_subtasks, expected_version=expected_version
         )

@@ -138,7 +138,17 @@ class Mount:
         }
         if self.reason is not None:
             report["reason"] = self.reason
+        if self.server is not None:
+            for name, part in self.server.reports.items():
+                report[name] = part()
         return report
+
+    @property
+    def parts_degraded(self) -> bool:
+        """Whether a part of a ready server is not working (its change bus is unreachable)."""
+        if self.server is None or self.state != "ready":
+            return False
+        return any(part().get("state") not in (None, "connected") for part in self.server.reports.values())
 
     async def run(self) -> None:
         """The mount's life: its session manager (and so its services) from start to `stop()`."""
@@ -270,6 +280,8 @@ class BundleApp:
         servers = [mount.status() for mount in self.mounts]
         ready = sum(1 for server in servers if server["state"] == "ready")
         overall = "ok" if ready == len(servers) else ("degraded" if ready else "unavailable")
+        if overall == "ok" and any(mount.parts_degraded for mount in self.mounts):
+            overall = "degraded"  # serving, but changes seen by other replicas may not arrive
         if self.draining:
             overall = "draining"
         await send_json(send, 200, {"status": overall, "version": self.version, "servers": servers})

@@ -15,7 +15,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio
 from mcp.server import MCPServer, ServerRequestContext
@@ -58,8 +58,10 @@ from pydantic import ValidationError
 from starlette.applications import Starlette
 
 from mcp_batteries._core.cache_hints import DEFAULT_CACHE_HINTS, ReadHints
+from mcp_batteries._core.confirm import Confirm, Consent, consent_parameter
 from mcp_batteries._core.identity import current_caller
 from mcp_batteries._core.notify import RESOURCE_LIST, Interest, Notifier
+from mcp_batteries._core.request_state import request_state_security
 from mcp_batteries._core.settings import ServerSettings
 from mcp_batteries._core.tasks_extension import TasksExtension, TaskSupport
 from mcp_batteries._core.version import distribution_version
@@ -288,6 +290,7 @@ class BatteriesServer:
         self._host: _ServiceHost | None = None
         self._lifespan_lock = anyio.Lock()
         self._declared_tools: list[str] = []
+        self._confirming_declared: list[str] = []
         self._check_subscription = subscriptions
         #: How to get the rest of a reply the runtime cut (`bounds`): by "method:name" or URI prefix.
         self._paging: dict[str, str] = {}
@@ -297,6 +300,9 @@ class BatteriesServer:
         self.task_tools: dict[str, TaskSupport] = {}
         self.tasks = TaskStore(TaskLimits(promote_after=settings.task_after, ttl_s=settings.task_ttl))
         self.read_hints = ReadHints()
+        #: What the server adds to the bundle's `/status` (e.g. "bus": the change bus's state);
+        #: a report whose "state" is not "connected" makes the bundle's status "degraded".
+        self.reports: dict[str, Callable[[], dict[str, Any]]] = {}
         self.mcp = _Server(
             f"mcp-{settings.server_name}",
             title=title,
@@ -307,7 +313,11 @@ class BatteriesServer:
             log_level=settings.log_level.upper(),  # type: ignore[arg-type]
             extensions=[TasksExtension(self.tasks, self.task_tools)] if settings.tasks else [],
             cache_hints=DEFAULT_CACHE_HINTS,
+            # Keys every replica shares, or one per process (mcp_batteries._core.request_state).
+            request_state_security=request_state_security(settings.request_state_key_file),
         )
+        #: Tools that ask before destroying (`confirm=`), with their policy (docs/confirmation.md).
+        self.confirming_tools: dict[str, str] = {}
         if settings.tasks:
             self.service(self.tasks.running)
         #: Tools that change things: hidden from, and refused to, callers who may not write.
@@ -357,6 +367,7 @@ class BatteriesServer:
         description: str | None = None,
         paging: str | None = None,
         task_support: TaskSupport = "forbidden",
+        confirm: Callable[..., Any] | None = None,
     ) -> Callable[[F], F]:
         """Register a tool unless read-only mode or the operator's tool lists exclude it.
 
@@ -369,11 +380,18 @@ class BatteriesServer:
         (2026-07-28) gets a task once the call has worked `--task-after` seconds (see
         `mcp_batteries._core.tasks_extension`). Its body should be the work itself: checks
         and questions made through `Resolve` parameters run before, in the request.
+
+        `confirm=describe`: the tool destroys what cannot be recovered, and asks its user first
+        (`mcp_batteries._core.confirm`): `describe` takes the tool's arguments by name (and the
+        `Context` if it wants) and says what the call would destroy, or None; the tool's one
+        parameter annotated `Consent` says whether to go ahead, by the operator's `--confirm`.
         """
 
         def register(fn: F) -> F:
             tool_name = name or fn.__name__
             self._declared_tools.append(tool_name)
+            if confirm is not None:
+                self._confirming_declared.append(tool_name)
             excluded_by = self._excluded(tool_name, read_only=read_only)
             if excluded_by:
                 self.mcp.turned_off[tool_name] = excluded_by
@@ -384,6 +402,12 @@ class BatteriesServer:
                 self._paging[f"tools/call:{tool_name}"] = paging
             if task_support != "forbidden":
                 self.task_tools[tool_name] = task_support
+            if confirm is not None:
+                policy = self.settings.confirm_policy(tool_name)
+                fn.__annotations__[consent_parameter(fn)] = Annotated[
+                    Consent, Confirm(confirm, tool_name, policy)
+                ]
+                self.confirming_tools[tool_name] = policy
             self.mcp.add_tool(
                 announcing(fn) if task_support != "forbidden" else fn,
                 name=tool_name,
@@ -518,6 +542,14 @@ class BatteriesServer:
             raise ConfigError(
                 f"unknown tool name(s) {', '.join(unknown)}; "
                 f"this server's tools are: {', '.join(sorted(known))}"
+            )
+        asking = set(self._confirming_declared)
+        confirm_named = {item.partition("=")[0] for item in self.settings.confirm_tools}
+        not_asking = sorted(confirm_named - asking)
+        if not_asking:
+            raise ConfigError(
+                f"--confirm-tools names {', '.join(not_asking)}, which never ask before destroying; "
+                f"this server's tools that do: {', '.join(sorted(asking)) or 'none'}"
             )
 
     @asynccontextmanager

@@ -56,6 +56,10 @@ PathList = Annotated[list[str], NoDecode, BeforeValidator(split_paths)]
 
 S = TypeVar("S", bound="ServerSettings")
 
+#: When a tool that destroys asks first (docs/confirmation.md).
+ConfirmPolicy = Literal["auto", "destructive", "never"]
+CONFIRM_POLICIES: tuple[str, ...] = ("auto", "destructive", "never")
+
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
@@ -119,6 +123,28 @@ class ServerSettings(BaseSettings):
     )
     task_ttl: float = Field(
         3600.0, gt=0, description="Seconds a finished task's result stays readable by its caller."
+    )
+    # Confirmation before destruction (mcp_batteries._core.confirm, docs/confirmation.md).
+    confirm: ConfirmPolicy = Field(
+        "auto",
+        description=(
+            "Ask the user before a tool destroys what cannot be recovered: auto (ask when the client "
+            "can be asked, else act as asked), destructive (ask; refuse when the client cannot be "
+            "asked) or never."
+        ),
+    )
+    confirm_tools: NameList = Field(
+        default_factory=list,
+        description="Per-tool policy over --confirm, as TOOL=POLICY (e.g. write_file=never).",
+        json_schema_extra={"metavar": "TOOL=POLICY"},
+    )
+    request_state_key_file: Path | None = Field(
+        None,
+        description=(
+            "HTTP: file holding the key(s) that protect multi-round requests' state, one per line, "
+            "the first sealing (or set MCP_BATTERIES_REQUEST_STATE_KEY); the same on every replica "
+            "(default: a random key per process)."
+        ),
     )
     auth_token_file: Path | None = Field(
         None,
@@ -210,6 +236,22 @@ class ServerSettings(BaseSettings):
     max_sessions: int = Field(
         1000, ge=1, description="HTTP: most sessions open at once; a new one gets 503 until one ends."
     )
+    bus: str | None = Field(
+        None,
+        description=(
+            "HTTP: share change notifications with the other replicas through this PostgreSQL "
+            "(postgresql://...: LISTEN/NOTIFY) or Redis (redis://...: pub/sub) server; off for one process."
+        ),
+        json_schema_extra={"metavar": "URL"},
+    )
+    bus_channel: str = Field(
+        "mcp_batteries",
+        min_length=1,
+        max_length=40,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="HTTP: the bus channels' prefix (PREFIX.NAME per server); replicas must agree.",
+        json_schema_extra={"metavar": "NAME"},
+    )
     config: Path | None = Field(None, description="A TOML file with any of these settings.")
 
     @field_validator("path")
@@ -218,6 +260,26 @@ class ServerSettings(BaseSettings):
         if not value.startswith("/"):
             raise ValueError(f"must start with '/', got {value!r}")
         return value
+
+    @field_validator("confirm_tools")
+    @classmethod
+    def _tool_policies(cls, value: list[str]) -> list[str]:
+        for item in value:
+            tool, sep, policy = item.partition("=")
+            if not sep or not tool.strip() or policy.strip() not in CONFIRM_POLICIES:
+                raise ValueError(
+                    f"{item!r} is not TOOL=POLICY with POLICY one of {', '.join(CONFIRM_POLICIES)} "
+                    "(e.g. write_file=never)"
+                )
+        return [f"{t.strip()}={p.strip()}" for t, _, p in (item.partition("=") for item in value)]
+
+    def confirm_policy(self, tool: str) -> ConfirmPolicy:
+        """The confirmation policy for `tool`: its own from `confirm_tools`, else `confirm`."""
+        for item in self.confirm_tools:
+            name, _, policy = item.partition("=")
+            if name == tool:
+                return policy  # type: ignore[return-value]  # checked by _tool_policies
+        return self.confirm
 
     @model_validator(mode="after")
     def _remember_secrets(self) -> ServerSettings:

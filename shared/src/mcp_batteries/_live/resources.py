@@ -24,12 +24,16 @@ owns the rest for both protocol eras:
   `resources/list_changed` is sent when the source says the list changed.
 - Polling, for what cannot be watched (a PostgreSQL catalog): a source with `poll_interval`
   has `poll(uris)` called at that interval while anything is subscribed.
+- Replicas: with a change bus configured (`bus = "postgresql://..."|"redis://..."`), every
+  change notified here is also published, and changes other replicas publish are notified here
+  (`mcp_batteries._live.bus`); `Changes.digests` says what was observed, so that replicas
+  watching the same shared volume do not multiply a change (file targets get one by default).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +43,7 @@ import anyio
 from watchfiles import Change
 
 from mcp_batteries._core.notify import RESOURCE_LIST, InterestChange
+from mcp_batteries._live.bus import BusEvent, ChangeRelay, engine_for, stat_digest
 from mcp_batteries._live.watch import ChangeBatch, WatchService, WatchTarget
 from mcp_batteries.errors import BatteriesError
 
@@ -72,6 +77,10 @@ class Changes:
 
     updated: frozenset[str] = field(default_factory=frozenset)
     list_changed: bool = False
+    #: What was observed, by URI: the same on every replica that observes the same change (a
+    #: fingerprint, a version), so the change bus delivers it once; `list_digest` for the list.
+    digests: Mapping[str, str] = field(default_factory=dict)
+    list_digest: str | None = None
 
     def __bool__(self) -> bool:
         return bool(self.updated) or self.list_changed
@@ -120,9 +129,11 @@ class LiveResources:
         *,
         watch: bool = True,
         debounce_ms: int = 150,
+        share: bool = True,
     ) -> None:
         """`watch=False` keeps notifications for changes the server reports itself (`changed`),
-        without any file watching (e.g. an operator's `--no-watch`)."""
+        without any file watching (e.g. an operator's `--no-watch`). `share=False`: the source's
+        changes reach every replica without the change bus (mcp-tasks: through its database)."""
         self._server = server
         self._source = source
         self._watching = watch
@@ -140,6 +151,13 @@ class LiveResources:
         self._interest_changed = anyio.Event()
         self._lock = anyio.Lock()
         server.interest.on_change(self._on_interest)
+        self.relay: ChangeRelay | None = None
+        bus = getattr(server.settings, "bus", None)
+        if bus and share:
+            channel = f"{server.settings.bus_channel}.{server.settings.server_name}"
+            self.relay = ChangeRelay(engine_for(bus), channel, self._from_bus)
+            server.service(self.relay.running)
+            server.reports["bus"] = self.relay.status
         server.service(self._run)
 
     # -- what is wanted --------------------------------------------------------------------------
@@ -156,9 +174,18 @@ class LiveResources:
     def listing_wanted(self) -> bool:
         return self._listing is not None
 
-    async def changed(self, uris: Iterable[str] = (), *, list_changed: bool = False) -> None:
-        """Notify changes the server learned of itself (its own writes, a NOTIFY, a poll)."""
-        await self._notify(Changes(updated=frozenset(uris), list_changed=list_changed))
+    async def changed(
+        self,
+        uris: Iterable[str] = (),
+        *,
+        list_changed: bool = False,
+        digests: Mapping[str, str] | None = None,
+        list_digest: str | None = None,
+    ) -> None:
+        """Notify changes the server learned of itself (its own writes, a NOTIFY, a poll);
+        `digests` and `list_digest` as in `Changes`."""
+        changes = Changes(frozenset(uris), list_changed, digests or {}, list_digest)
+        await self._notify(changes)
 
     async def _on_interest(self, change: InterestChange) -> None:
         async with self._lock:
@@ -279,10 +306,66 @@ class LiveResources:
             changes = await self._source.resolve(hits)
         else:
             changes = direct_changes(hits)
-        await self._notify(changes)
+        await self._notify(changes, batch=batch)
 
-    async def _notify(self, changes: Changes) -> None:
-        for uri in sorted(changes.updated):
-            await self._server.notify_resource_updated(uri)
+    async def _notify(self, changes: Changes, *, batch: ChangeBatch | None = None) -> None:
+        relay = self.relay
+        if relay is None:
+            for uri in sorted(changes.updated):
+                await self._server.notify_resource_updated(uri)
+            if changes.list_changed:
+                await self._server.notify_resources_list_changed()
+            return
+        # Another replica may have observed the same change first (a shared volume): then it is
+        # neither notified again here nor published again.
+        fresh = [event for event in await self._observed(changes, batch) if relay.claim(event)]
+        await self._deliver(fresh)
+        await relay.publish(fresh)
+
+    async def _observed(self, changes: Changes, batch: ChangeBatch | None) -> list[BusEvent]:
+        """The changes as bus events, each with a digest of what was observed where one is known:
+        the source's, else the state of a subscribed URI's file or directory targets, else (for
+        the list) the paths that came or went in the batch."""
+        stat_paths: dict[str, list[Path]] = {}
+        for uri in changes.updated:
+            targets = self._subscribed.get(uri, ())
+            if uri not in changes.digests and targets and all(t.kind != "tree" for t in targets):
+                stat_paths[uri] = [t.path for t in targets]
+        structural = sorted(
+            (change.name, raw) for change, raw in batch or () if change in (Change.added, Change.deleted)
+        )
+        want_list = changes.list_changed and changes.list_digest is None and structural
+
+        def digests() -> tuple[dict[str, str], str | None]:
+            found = {uri: stat_digest(paths) for uri, paths in stat_paths.items()}
+            if not want_list:
+                return found, None
+            # With their directories: a file that comes and goes each time (a SQLite journal)
+            # looks the same every time, its directory's modification time does not.
+            paths = {raw for _, raw in structural} | {str(Path(raw).parent) for _, raw in structural}
+            kinds = ",".join(name for name, _ in structural)
+            return found, f"{kinds}:{stat_digest(paths)}"
+
+        computed, list_digest = (
+            await anyio.to_thread.run_sync(digests) if stat_paths or want_list else ({}, None)
+        )
+        known = {**computed, **changes.digests}
+        events = [BusEvent("u", uri, known.get(uri)) for uri in sorted(changes.updated)]
         if changes.list_changed:
-            await self._server.notify_resources_list_changed()
+            events.append(BusEvent("l", None, changes.list_digest or list_digest))
+        return events
+
+    async def _from_bus(self, events: list[BusEvent]) -> None:
+        await self._deliver(events)
+
+    async def _deliver(self, events: list[BusEvent]) -> None:
+        """Notify this replica's own subscribers."""
+        for event in events:
+            if event.kind == "u" and event.uri is not None:
+                await self._server.notify_resource_updated(event.uri)
+            elif event.kind == "l":
+                await self._server.notify_resources_list_changed()
+            elif event.kind == "a":  # what changed cannot be known: everything may have
+                for uri in sorted(self._subscribed):
+                    await self._server.notify_resource_updated(uri)
+                await self._server.notify_resources_list_changed()

@@ -1,7 +1,6 @@
 """Sign-in for HTTP: who may call, as one `Caller` whatever authenticated them.
 
 Owns: `auth` (static token, tokens file, OAuth; per-caller scopes; the 401/403 answers and
-protected-resource metadata) `secret_files` (token files must be private to
-their owner) and `oauth` (JWT access tokens checked against the issuer's JWKS).
-May import: `_core`, `_protocol`, `errors`.
+protected-resource metadata) and `oauth` (JWT access tokens checked against the issuer's JWKS).
+May import: `_core`, `_protocol`, `_safety`, `errors`.
 """

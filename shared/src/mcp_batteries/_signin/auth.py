@@ -55,6 +55,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mcp_batteries._core.identity import Caller, CallerUser, authenticated_user_for
 from mcp_batteries._protocol import sdk
 from mcp_batteries._protocol.frames import Reply, error_reply, send_reply
+from mcp_batteries._safety.secret_files import check_private
 from mcp_batteries._signin.oauth import (
     JwksKeys,
     KeysUnavailable,
@@ -64,7 +65,6 @@ from mcp_batteries._signin.oauth import (
     invalid_token,
     url_problem,
 )
-from mcp_batteries._signin.secret_files import check_private
 from mcp_batteries.errors import ConfigError
 
 if TYPE_CHECKING:

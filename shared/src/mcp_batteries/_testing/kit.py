@@ -68,7 +68,7 @@ def script_path(script: str) -> str:
 
 def write_private(path: Path, text: str) -> Path:
     """A secret's file (a tokens file, a token file) readable by its owner only, as the servers
-    require (`mcp_batteries._signin.secret_files`)."""
+    require (`mcp_batteries._safety.secret_files`)."""
     path.touch(mode=0o600)
     path.chmod(0o600)
     path.write_text(text)

@@ -326,6 +326,9 @@ def uvicorn_config(app: ASGIApp, settings: ServerSettings) -> tuple[uvicorn.Conf
         app,
         log_level=settings.log_level,
         lifespan="on",
+        # uvicorn's own logging setup would give its loggers handlers of their own, past the
+        # redaction and the trace filter on the root handler (`_transport/console.py`).
+        log_config=None,
         access_log=False,
         http=guarded_protocol(table),
         timeout_keep_alive=keep_alive_for_uvicorn(limits),

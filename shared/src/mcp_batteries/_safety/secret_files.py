@@ -1,8 +1,9 @@
-"""Files that hold secrets (bearer tokens, the tokens file) must be private to their owner.
+"""Files that hold secrets (bearer tokens, the tokens file, request-state keys) must be private
+to their owner.
 
 As ssh does with a private key: a file that its group or anyone else may read, write or execute
 is refused when it is loaded, with the fix in the message. Readable, it lets another account on
-the machine take the tokens; writable, it lets another account add a token of its own.
+the machine take the secret; writable, it lets another account put in one of its own.
 """
 
 from __future__ import annotations
@@ -35,6 +36,6 @@ def check_private(path: Path, flag: str) -> None:
     if mode & OPEN_TO_OTHERS:
         raise ConfigError(
             f"{flag} {path}: its group or others may read or write it (mode "
-            f"{stat.S_IMODE(mode):04o}), so another account could take or add tokens; make it "
+            f"{stat.S_IMODE(mode):04o}), so another account could take or replace the secret; make it "
             f"private to its owner: chmod 600 {shlex.quote(str(path))}"
         )
