@@ -18,7 +18,8 @@ __all__ = ["address_space_bytes", "kill_process_tree", "peak_rss_kib"]
 
 
 def kill_process_tree(process: subprocess.Popen[bytes]) -> None:
-    """Kill a child started with `start_new_session=True` and everything it started; never raises."""
+    """Kill a child started in a session or process group of its own (`start_new_session=True`,
+    `process_group=0`) and everything it started; never raises."""
     if hasattr(os, "killpg"):
         with suppress(OSError):
             os.killpg(process.pid, signal.SIGKILL)
