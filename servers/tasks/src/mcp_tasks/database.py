@@ -29,7 +29,7 @@ async def open_backend(
     try:
         await migrate(backend)
         if isinstance(backend, SQLiteBackend):
-            await backend.open_reader()
+            await backend.open_readers()
     except BaseException:
         await backend.close()
         raise

@@ -1,10 +1,14 @@
-"""SQLite storage (aiosqlite): WAL, a busy timeout, one writer connection and one reader.
+"""SQLite storage (aiosqlite): WAL, a busy timeout, one writer connection and a few readers.
 
 Several mcp-tasks processes may share one file. Writes are `BEGIN IMMEDIATE` transactions:
 the write lock is taken before the first read, so a read-modify-write in one process can never
 interleave with another process's (the other waits up to the busy timeout). WAL lets readers
 work while a writer holds the lock. `synchronous=NORMAL` in WAL mode survives a killed process
 (a transaction is in the file whole or not at all); only a power cut may lose the last commits.
+
+Reads take one of `READERS` read-only connections (each aiosqlite connection is one thread), so
+reads run side by side: with a single reader, every read transaction waited for the one before
+it, and under 50 busy clients a listing took ~300 ms at the median for a few ms of work.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from mcp_tasks.backend import Row
 from mcp_tasks.schema import Dialect
 
 logger = logging.getLogger(__name__)
+
+#: Read-only connections, each able to hold one read transaction at a time.
+READERS = 4
 
 
 def _translate(exc: sqlite3.Error, busy_timeout: float) -> Exception:
@@ -95,10 +102,13 @@ class SQLiteBackend:
         self.description = f"SQLite file {path}"
         self._path = path
         self._writer = writer
-        self._reader: aiosqlite.Connection | None = None
+        self._readers: list[aiosqlite.Connection] = []
+        # The idle readers: a read takes one and gives it back (opened after migration).
+        self._idle_readers, self._next_idle_reader = anyio.create_memory_object_stream[aiosqlite.Connection](
+            READERS
+        )
         self._busy_timeout = busy_timeout
         self._write_lock = anyio.Lock()
-        self._read_lock = anyio.Lock()
 
     @classmethod
     async def open(cls, path: Path, *, busy_timeout: float) -> SQLiteBackend:
@@ -119,10 +129,13 @@ class SQLiteBackend:
         await writer.execute_fetchall("PRAGMA synchronous = NORMAL")
         return cls(path, writer, busy_timeout)
 
-    async def open_reader(self) -> None:
-        """Open the read-only connection (after migration: the tables exist by then)."""
+    async def open_readers(self) -> None:
+        """Open the read-only connections (after migration: the tables exist by then)."""
         target = f"file:{quote(str(self._path))}?mode=ro"
-        self._reader = await _connect(target, uri=True, busy_timeout=self._busy_timeout)
+        while len(self._readers) < READERS:
+            reader = await _connect(target, uri=True, busy_timeout=self._busy_timeout)
+            self._readers.append(reader)
+            self._idle_readers.send_nowait(reader)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[SQLiteTx]:
@@ -139,15 +152,25 @@ class SQLiteBackend:
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[SQLiteTx]:
-        conn = self._reader or self._writer
-        lock = self._read_lock if self._reader is not None else self._write_lock
-        async with lock:
-            await self._run(conn, "BEGIN")
-            try:
-                yield SQLiteTx(conn, self._busy_timeout)
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await self._rollback(conn)
+        if not self._readers:  # before the readers exist (migration): on the writer
+            async with self._write_lock, self._read_on(self._writer) as tx:
+                yield tx
+            return
+        conn = await self._next_idle_reader.receive()
+        try:
+            async with self._read_on(conn) as tx:
+                yield tx
+        finally:
+            self._idle_readers.send_nowait(conn)
+
+    @asynccontextmanager
+    async def _read_on(self, conn: aiosqlite.Connection) -> AsyncIterator[SQLiteTx]:
+        await self._run(conn, "BEGIN")
+        try:
+            yield SQLiteTx(conn, self._busy_timeout)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._rollback(conn)
 
     async def _run(self, conn: aiosqlite.Connection, sql: str) -> None:
         try:
@@ -163,13 +186,14 @@ class SQLiteBackend:
             logger.exception("rollback failed")
 
     async def close(self) -> None:
-        for conn in (self._reader, self._writer):
-            if conn is not None:
-                try:
-                    await conn.close()
-                except Exception:
-                    logger.exception("closing the task database failed")
-        self._reader = None
+        for conn in (*self._readers, self._writer):
+            try:
+                await conn.close()
+            except Exception:
+                logger.exception("closing the task database failed")
+        self._readers = []
+        self._idle_readers.close()
+        self._next_idle_reader.close()
 
 
 async def _connect(target: str, *, uri: bool, busy_timeout: float) -> aiosqlite.Connection:
