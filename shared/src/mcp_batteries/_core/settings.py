@@ -163,6 +163,14 @@ class ServerSettings(BaseSettings):
         description="HTTP: access-token claim listing the caller's workspaces (default: all workspaces).",
         json_schema_extra={"metavar": "CLAIM"},
     )
+    oauth_permissions_claim: str | None = Field(
+        None,
+        description=(
+            "HTTP: access-token claim holding the caller's tool policy, an object with allow, deny "
+            "and read_only (default: every tool the scopes grant)."
+        ),
+        json_schema_extra={"metavar": "CLAIM"},
+    )
     public_url: str | None = Field(
         None,
         description=(
