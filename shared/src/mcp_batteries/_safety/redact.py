@@ -49,6 +49,7 @@ __all__ = [
     "RedactingFormatter",
     "redact_text",
     "redact_url",
+    "redact_value",
     "remember_secrets",
 ]
 
@@ -154,6 +155,23 @@ def redact_text(text: str) -> str:
         pieces.append(_hide_secret_words(text[last:]))
         text = "".join(pieces)
     return KNOWN.hide(text)
+
+
+def redact_value(value: object, *, max_string: int = 1024) -> object:
+    """JSON-like `value` (tool arguments) as `redact_text` would show it: every string through
+    `redact_text`, cut to `max_string` characters, and the value of every key that names a secret
+    (`password`, `api_key`, `token`...) replaced by `***` whatever it is."""
+    if isinstance(value, str):
+        shown = redact_text(value)
+        return shown if len(shown) <= max_string else shown[: max_string - 1] + "…"
+    if isinstance(value, dict):
+        return {
+            str(key): HIDDEN if _is_secret_key(str(key)) else redact_value(item, max_string=max_string)
+            for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [redact_value(item, max_string=max_string) for item in value]
+    return value
 
 
 def remember_secrets(value: str) -> None:

@@ -443,8 +443,11 @@ class AuthMiddleware:
         resource_path: str,
         writing_tools: Collection[str] = (),
         serve_metadata: bool = True,
+        on_refusal: Callable[[str], None] | None = None,
     ) -> None:
         self.app = app
+        #: Told the reason of each refusal ("missing_token", "invalid_token", ...), for metrics.
+        self.on_refusal = on_refusal
         self.authenticator = authenticator
         self.resource_path = resource_path
         self.writing_tools = writing_tools
@@ -474,6 +477,8 @@ class AuthMiddleware:
             return
         except KeysUnavailable as exc:
             logger.warning("cannot verify a token now: %s", exc)
+            if self.on_refusal is not None:
+                self.on_refusal("keys_unavailable")
             await send_reply(
                 send,
                 _error(None, -32603, "cannot verify the token now: the issuer's keys are unreachable", 503),
@@ -500,6 +505,9 @@ class AuthMiddleware:
             sdk.auth_context_var.reset(reset)
 
     async def _refuse(self, scope: Scope, send: Send, refusal: Refusal, request_id: Any = None) -> None:
+        if self.on_refusal is not None:
+            reason = refusal.error or ("missing_token" if refusal.status == 401 else "forbidden")
+            self.on_refusal(reason)
         challenge = self.authenticator.challenge(scope, self.resource_path, refusal)
         await send_reply(
             send,
@@ -666,6 +674,7 @@ def authenticate(
     *,
     resource_path: str,
     writing_tools: Collection[str] = (),
+    on_refusal: Callable[[str], None] | None = None,
 ) -> ASGIApp:
     """`app` behind the authentication the settings configure (unchanged when there is none).
 
@@ -681,4 +690,6 @@ def authenticate(
                 "or pass --insecure-no-auth if a proxy in front authenticates"
             )
         return app
-    return AuthMiddleware(app, authenticator, resource_path=resource_path, writing_tools=writing_tools)
+    return AuthMiddleware(
+        app, authenticator, resource_path=resource_path, writing_tools=writing_tools, on_refusal=on_refusal
+    )

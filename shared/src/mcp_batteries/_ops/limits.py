@@ -1,0 +1,131 @@
+"""Limits per caller: calls per second (a token bucket) and calls in flight, per identity.
+
+Wraps one server's MCP endpoint inside the sign-in (so it knows who calls). A call is a POST
+(a JSON-RPC request or batch; a listen stream is not counted: it stays open by design). Over a
+limit, the request is answered at once with HTTP 429, `Retry-After` (whole seconds, rounded up)
+and a JSON-RPC error whose message says which limit and when to retry, and whose data carries
+`limit`, `retryAfterSeconds` and the limit's value: nothing is queued, so one noisy caller costs
+the others only the few microseconds its refusals take.
+
+Each identity (`Caller.subject`) has its own bucket and counter per server; a caller's own
+`rate_limit`/`max_calls_in_flight` (tokens file) replace the server's defaults
+(`--rate-limit`, `--max-calls-in-flight`). The table of buckets is bounded: when it is full,
+buckets that are full again (their caller idle) are dropped.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcp_batteries._core.identity import Caller, CallerUser, current_caller
+from mcp_batteries._protocol.frames import error_reply, send_reply
+
+__all__ = ["LIMITED_CODE", "CallerLimits"]
+
+#: JSON-RPC code of a request refused by a limit (implementation-defined server error range).
+LIMITED_CODE = -32029
+MAX_TRACKED_CALLERS = 10_000
+_LISTEN_METHOD = b"subscriptions/listen"
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    stamp: float
+
+
+class CallerLimits:
+    """ASGI middleware enforcing `rate` calls/s and `in_flight` concurrent calls per identity."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        server: str,
+        rate: float,
+        in_flight: int,
+        on_refusal: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.app = app
+        self.server = server
+        self.rate = rate
+        self.in_flight = in_flight
+        self.on_refusal = on_refusal
+        self._clock = clock
+        self._buckets: dict[str, _Bucket] = {}
+        self._busy: dict[str, int] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not _is_call(scope):
+            await self.app(scope, receive, send)
+            return
+        user = scope.get("user")
+        caller = user.caller if isinstance(user, CallerUser) else current_caller()
+        key = caller.subject
+        in_flight = caller.max_calls_in_flight or self.in_flight
+        if in_flight and self._busy.get(key, 0) >= in_flight:
+            await self._refuse(send, caller, "in_flight", 1.0, f"{in_flight} call(s) in flight at once")
+            return
+        rate = caller.rate_limit or self.rate
+        if rate:
+            wait = self._take(key, rate)
+            if wait > 0:
+                await self._refuse(send, caller, "rate", wait, f"{rate:g} call(s) per second")
+                return
+        self._busy[key] = self._busy.get(key, 0) + 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            left = self._busy[key] - 1
+            if left:
+                self._busy[key] = left
+            else:
+                del self._busy[key]
+
+    def _take(self, key: str, rate: float) -> float:
+        """Take a token from `key`'s bucket: 0, or the seconds until one is there."""
+        now = self._clock()
+        burst = max(1.0, rate)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            if len(self._buckets) >= MAX_TRACKED_CALLERS:
+                self._forget_idle(now)
+            bucket = self._buckets[key] = _Bucket(burst, now)
+        else:
+            bucket.tokens = min(burst, bucket.tokens + (now - bucket.stamp) * rate)
+            bucket.stamp = now
+        if bucket.tokens >= 1.0:
+            bucket.tokens -= 1.0
+            return 0.0
+        return (1.0 - bucket.tokens) / rate
+
+    def _forget_idle(self, now: float) -> None:
+        rate = self.rate or 1.0
+        for key, bucket in list(self._buckets.items()):
+            if bucket.tokens + (now - bucket.stamp) * rate >= max(1.0, rate):
+                del self._buckets[key]
+        if len(self._buckets) >= MAX_TRACKED_CALLERS:  # every caller busy: forget the oldest
+            del self._buckets[next(iter(self._buckets))]
+
+    async def _refuse(self, send: Send, caller: Caller, limit: str, wait: float, allowed: str) -> None:
+        if self.on_refusal is not None:
+            self.on_refusal(limit)
+        retry_after = max(1, math.ceil(wait))
+        message = (
+            f"Too many requests: {caller.name} may make {allowed} to {self.server}; retry in {wait:.2f} s"
+        )
+        data = {"limit": limit, "retryAfterSeconds": round(wait, 3), "server": self.server}
+        reply = error_reply(None, LIMITED_CODE, message, data, status=429)
+        await send_reply(send, reply, [(b"retry-after", str(retry_after).encode())])
+
+
+def _is_call(scope: Scope) -> bool:
+    if scope.get("type") != "http" or scope.get("method") != "POST":
+        return False
+    return all(not (key == b"mcp-method" and value == _LISTEN_METHOD) for key, value in scope["headers"])
