@@ -284,3 +284,33 @@ async def test_calls_in_flight_are_limited_per_identity(tmp_path: Path, tree: Pa
                 for number in range(8):
                     tg.start_soon(call, number)
     assert 200 in statuses and 429 in statuses
+
+
+async def test_limits_differ_per_server_and_per_identity_as_the_bundle_file_says(
+    tmp_path: Path, tree: Path
+) -> None:
+    extra = f'[[tokens]]\nuser = "normal"\ntoken = "{NORMAL}"\n'
+    path = tmp_path / "bundle.toml"
+    path.write_text(
+        f'tokens_file = "{tokens_file(tmp_path, extra)}"\nrate_limit = 1.0\n'
+        f'[filesystem]\ndirectories = ["{tree}"]\n'
+        f'[sql]\ndatabases = ["sqlite:///{tmp_path / "app.db"}"]\nrate_limit = 1000.0\n'
+        '[identities."user:normal"]\nrate_limit = 1000.0\n'
+    )
+    statuses: dict[tuple[str, str], list[int]] = {}
+    async with (
+        running_bundle("filesystem", "sql", "--config", str(path)) as bundle,
+        httpx2.AsyncClient() as http,
+    ):
+        for who, token in (("alice", ALICE), ("normal", NORMAL)):
+            for name in ("filesystem", "sql"):
+                for number in range(3):
+                    answer = await http.post(
+                        bundle.url(name),
+                        json={"jsonrpc": "2.0", "id": number, "method": "ping"},
+                        headers={**MCP_POST_HEADERS, "authorization": f"Bearer {token}"},
+                    )
+                    statuses.setdefault((who, name), []).append(answer.status_code)
+    assert 429 in statuses["alice", "filesystem"]  # the top level: 1 call per second
+    assert 429 not in statuses["alice", "sql"]  # [sql] rate_limit
+    assert 429 not in statuses["normal", "filesystem"]  # [identities."user:normal"]

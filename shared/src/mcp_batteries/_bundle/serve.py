@@ -71,7 +71,7 @@ def build_bundle(config: BundleConfig) -> BundleApp:
             "--auth-token-file, --tokens-file or --oauth-issuer, "
             "or pass --insecure-no-auth if a proxy in front authenticates"
         )
-    ops = Ops(settings)
+    ops = Ops(settings, identity_limits=config.identities)
     mounts = [
         _mount(definition, server_settings, ops) for definition, server_settings in config.servers.values()
     ]

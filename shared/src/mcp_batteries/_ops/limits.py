@@ -7,9 +7,10 @@ and a JSON-RPC error whose message says which limit and when to retry, and whose
 `limit`, `retryAfterSeconds` and the limit's value: nothing is queued, so one noisy caller costs
 the others only the few microseconds its refusals take.
 
-Each identity (`Caller.subject`) has its own bucket and counter per server; a caller's own
-`rate_limit`/`max_calls_in_flight` (tokens file) replace the server's defaults
-(`--rate-limit`, `--max-calls-in-flight`). The table of buckets is bounded: when it is full,
+Each identity (`Caller.subject`) has its own bucket and counter per server. Which limits apply,
+first found: the caller's own (its tokens-file entry), the operator's for that identity (the
+bundle's `[identities."<subject>"]`), the server's (`--rate-limit`, `--max-calls-in-flight`, or
+the server's table in the bundle), 0 meaning none. The table of buckets is bounded: when it is full,
 buckets that are full again (their caller idle) are dropped.
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -50,9 +51,12 @@ class CallerLimits:
         rate: float,
         in_flight: int,
         on_refusal: Callable[[str], None] | None = None,
+        overrides: Mapping[str, tuple[float | None, int | None]] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.app = app
+        #: subject -> (rate, in flight) the operator set for that identity (None: the default).
+        self.overrides = overrides or {}
         self.server = server
         self.rate = rate
         self.in_flight = in_flight
@@ -68,11 +72,12 @@ class CallerLimits:
         user = scope.get("user")
         caller = user.caller if isinstance(user, CallerUser) else current_caller()
         key = caller.subject
-        in_flight = caller.max_calls_in_flight or self.in_flight
+        rate_override, in_flight_override = self.overrides.get(key, (None, None))
+        in_flight = caller.max_calls_in_flight or in_flight_override or self.in_flight
         if in_flight and self._busy.get(key, 0) >= in_flight:
             await self._refuse(send, caller, "in_flight", 1.0, f"{in_flight} call(s) in flight at once")
             return
-        rate = caller.rate_limit or self.rate
+        rate = caller.rate_limit or rate_override or self.rate
         if rate:
             wait = self._take(key, rate)
             if wait > 0:

@@ -14,7 +14,7 @@ before returning the result, so the line is in the file before the reply is sent
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -47,8 +47,15 @@ MAX_AUDITED_NAME = 200
 class Ops:
     """What an operator sees and governs of one HTTP app (see the module docstring)."""
 
-    def __init__(self, settings: ServerSettings) -> None:
+    def __init__(
+        self,
+        settings: ServerSettings,
+        *,
+        identity_limits: Mapping[str, tuple[float | None, int | None]] | None = None,
+    ) -> None:
         self.settings = settings
+        #: subject -> (rate, calls in flight): the bundle's `[identities."<subject>"]`.
+        self.identity_limits = dict(identity_limits or {})
         self.metrics: Metrics | None = None
         if settings.metrics:
             from mcp_batteries._ops.metrics import Metrics  # prometheus-client: HTTP only
@@ -79,13 +86,14 @@ class Ops:
         the sign-in (the limits need to know who calls)."""
         s = server.settings
         app = endpoint
-        if s.rate_limit or s.max_calls_in_flight or s.tokens_file is not None:
+        if s.rate_limit or s.max_calls_in_flight or s.tokens_file is not None or self.identity_limits:
             app = CallerLimits(
                 app,
                 server=s.server_name,
                 rate=s.rate_limit,
                 in_flight=s.max_calls_in_flight,
                 on_refusal=partial(self._limited, s.server_name),
+                overrides=self.identity_limits,
             )
         return TraceHeaders(app)
 
