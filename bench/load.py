@@ -18,8 +18,10 @@ as the previous answer has arrived, with no sleeps; most calls are cheap
   bundle with metrics off and nothing else (`--no-metrics`), then against one with everything
   on: `/metrics` (scraped every 5 s), an audit line for every call (`--audit-all`), per-caller
   limits (`--rate-limit 100000 --max-calls-in-flight 1000`: checked on every call, never hit)
-  and spans exported by OTLP/HTTP to a receiver in this process; off and on alternate
-  (`--ops-rounds` pairs), and the report gives the throughput ratio of the same run.
+  and spans exported by OTLP/HTTP to a receiver in this process (`--ops-features` picks some,
+  `--ops-trace-ratio` samples traces); off and on alternate (`--ops-rounds` pairs), and the
+  report gives the throughput ratio of the same run and the server's CPU per call.
+  `bench/ops_overhead.py` measures the same per call in-process, without the neighbours' noise.
 
 Each mode warms up, then measures for `--seconds`; RSS of the server process is sampled every
 second of the measurement ("flat" = the growth from the first to the last second after warm-up).
@@ -552,20 +554,27 @@ async def ops_cost(options: argparse.Namespace, config: Path, tree: Path, work: 
     """Alternate `modern` runs with operations off and on; rows for both and the ratio."""
     rows: list[dict[str, Any]] = []
     audit = work / "audit.jsonl"
+    features = set(options.ops_features.split(","))
     with otlp_sink() as (endpoint, exported):
-        on_env = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": "bench-load"}
-        on_args = (
-            "--audit-log", str(audit), "--audit-all",
-            "--rate-limit", "100000", "--max-calls-in-flight", "1000",
-        )  # fmt: skip
+        on_env: dict[str, str] = {}
+        on_args: tuple[str, ...] = () if "metrics" in features else ("--no-metrics",)
+        if "traces" in features:
+            on_env = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": "bench-load"}
+            if options.ops_trace_ratio < 1:
+                on_env["OTEL_TRACES_SAMPLER"] = "parentbased_traceidratio"
+                on_env["OTEL_TRACES_SAMPLER_ARG"] = str(options.ops_trace_ratio)
+        if "audit" in features:
+            on_args += ("--audit-log", str(audit), "--audit-all")
+        if "limits" in features:
+            on_args += ("--rate-limit", "100000", "--max-calls-in-flight", "1000")
         for round_number in range(options.ops_rounds):
             for label, extra, env in (("ops-off", ("--no-metrics",), {}), ("ops-on", on_args, on_env)):
                 audit.unlink(missing_ok=True)
                 with bundle(config, *extra, env=env) as target:
                     stop = asyncio.Event()
-                    scraper = (
-                        asyncio.create_task(scrape_every(target, 5.0, stop)) if label == "ops-on" else None
-                    )
+                    scraper = None
+                    if label == "ops-on" and "metrics" in features:
+                        scraper = asyncio.create_task(scrape_every(target, 5.0, stop))
                     result = await closed_loop(
                         target, "modern", options.clients, options.warmup, options.seconds,
                         options.heavy_share, tree,
@@ -677,6 +686,14 @@ def main() -> None:
         "--only", default="", help="modes: stateful,modern,stateless,churn,ops (default: all but ops)"
     )
     parser.add_argument("--ops-rounds", type=int, default=2, help="ops mode: off/on pairs (default 2)")
+    parser.add_argument(
+        "--ops-trace-ratio", type=float, default=1.0, help="ops mode: share of traces sampled (default 1)"
+    )
+    parser.add_argument(
+        "--ops-features",
+        default="metrics,audit,limits,traces",
+        help="ops mode: what 'on' turns on (default: metrics,audit,limits,traces)",
+    )
     parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "mcp-batteries-load"))
     parser.add_argument("--json", default="", help="also write the figures to this file")
     parser.add_argument("--quick", action="store_true", help="20 clients, 8 s per mode, 500 sessions")

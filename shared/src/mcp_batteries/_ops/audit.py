@@ -28,9 +28,9 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping
 from contextvars import ContextVar
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +80,9 @@ def shown_arguments(arguments: Any) -> Any:
 
 
 def now_iso() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """UTC now as `2026-11-26T03:00:00.123456Z`."""
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
 
 
 class AuditLog:

@@ -120,11 +120,43 @@ class Metrics:
             ["server", "limit"],
             registry=registry,
         )
+        # Labelled children by their label values, so a call costs no label lookups.
+        self._tool_children: dict[tuple[str, str, str], tuple[Counter, Histogram, Counter]] = {}
+        self._in_flight_children: dict[str, Gauge] = {}
+        self._request_children: dict[tuple[str, str], Counter] = {}
         self._readings = _Readings()
         registry.register(self._readings)
         ProcessCollector(registry=registry)
         PlatformCollector(registry=registry)
         GCCollector(registry=registry)
+
+    def tool_call(self, server: str, tool: str, outcome: str, seconds: float) -> None:
+        """Count one answered tool call (the labelled children are kept: the sets are bounded)."""
+        key = (server, tool, outcome)
+        children = self._tool_children.get(key)
+        if children is None:
+            children = self._tool_children[key] = (
+                self.tool_calls.labels(server, tool, outcome),
+                self.tool_seconds.labels(server, tool),
+                self.requests.labels(server, "tools/call"),
+            )
+        calls, duration, requests = children
+        calls.inc()
+        duration.observe(seconds)
+        requests.inc()
+
+    def calls_in_flight(self, server: str) -> Gauge:
+        gauge = self._in_flight_children.get(server)
+        if gauge is None:
+            gauge = self._in_flight_children[server] = self.in_flight.labels(server)
+        return gauge
+
+    def request(self, server: str, method: str) -> None:
+        key = (server, method)
+        counter = self._request_children.get(key)
+        if counter is None:
+            counter = self._request_children[key] = self.requests.labels(server, method_label(method))
+        counter.inc()
 
     def add_reading(self, name: str, documentation: str, read: Reading) -> None:
         self._readings.readings.append((name, documentation, read))

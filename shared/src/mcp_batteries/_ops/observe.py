@@ -158,9 +158,7 @@ class Ops:
         metrics = self.metrics
         if ctx.method != "tools/call":
             if metrics is not None and ctx.request_id is not None:
-                from mcp_batteries._ops.metrics import method_label
-
-                metrics.requests.labels(label, method_label(ctx.method)).inc()
+                metrics.request(label, ctx.method)
             return await call_next(ctx)
         params = ctx.params or {}
         name = params.get("name")
@@ -172,8 +170,9 @@ class Ops:
         changes = collecting_changes() if audited else None
         outcome = "error"
         started = time.perf_counter()
-        if metrics is not None:
-            metrics.in_flight.labels(label).inc()
+        in_flight = metrics.calls_in_flight(label) if metrics is not None else None
+        if in_flight is not None:
+            in_flight.inc()
         try:
             result = await call_next(ctx)
             outcome = _result_outcome(result)
@@ -191,11 +190,9 @@ class Ops:
             raise
         finally:
             elapsed = time.perf_counter() - started
-            if metrics is not None:
-                metrics.in_flight.labels(label).dec()
-                metrics.requests.labels(label, "tools/call").inc()
-                metrics.tool_calls.labels(label, tool, outcome).inc()
-                metrics.tool_seconds.labels(label, tool).observe(elapsed)
+            if metrics is not None and in_flight is not None:
+                in_flight.dec()
+                metrics.tool_call(label, tool, outcome, elapsed)
             span = trace.get_current_span()
             if span.is_recording():
                 span.set_attributes(

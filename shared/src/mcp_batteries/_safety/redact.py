@@ -36,6 +36,7 @@ quotes its tail (`invalid port 'tail@host'`) still shows `***`. Pieces shorter t
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable
@@ -279,6 +280,7 @@ def _scheme_start(text: str, mark: int, floor: int) -> int | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)  # the same few parameter names, over and over
 def _is_secret_key(key: str) -> bool:
     lowered = key.lower()
     joined = _SEPARATORS.sub("", lowered)
