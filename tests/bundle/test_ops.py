@@ -168,8 +168,10 @@ async def test_the_audit_log_has_a_line_per_change_with_redacted_arguments_and_n
     assert first["arguments"]["path"] == written["path"]
     shown = first["arguments"]["content"]
     assert "hunter2secret" not in shown and "letmein99" not in shown and "***" in shown
-    assert first["time"].endswith("Z") and first["changes"] == []
+    assert first["time"].endswith("Z")
+    assert first["changes"] == [{"action": "write", "path": written["path"]}]
     assert second["outcome"] == "tool_error" and second["arguments"] == refused
+    assert second["changes"] == []  # refused: nothing changed
     assert "hunter2secret" not in audit.read_text()
     assert oct(audit.stat().st_mode & 0o777) == "0o600"
 

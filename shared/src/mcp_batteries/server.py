@@ -9,12 +9,15 @@ calling (the same `Caller` on stdio, with tokens or with OAuth). Integers a clie
 held to JSON's exact range (`MAX_SAFE_INTEGER`); `cursor_offset`/`whole_number` parse the ones that
 arrive as text (cursors, ids) by the same rule. `CacheHint` is how long a client may reuse a
 list or a resource it read, and whether across callers (`BatteriesServer.cache`).
+`note_change(action=..., path=...)` tells the audit trail what the tool call being handled
+changed (docs/deploy.md#audit-trail); it does nothing when the call is not audited.
 """
 
 from mcp.server.caching import CacheHint
 
 from mcp_batteries._core.app import BatteriesServer
 from mcp_batteries._core.identity import Caller, current_caller
+from mcp_batteries._ops.audit import note_change
 from mcp_batteries._protocol.integers import MAX_SAFE_INTEGER, cursor_offset, whole_number
 
 __all__ = [
@@ -24,5 +27,6 @@ __all__ = [
     "Caller",
     "current_caller",
     "cursor_offset",
+    "note_change",
     "whole_number",
 ]

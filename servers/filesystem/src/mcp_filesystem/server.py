@@ -13,7 +13,7 @@ from mcp.types import AudioContent, Completion, ImageContent, Resource, Resource
 from mcp_batteries.live import LiveResources, RootsTracker
 from mcp_batteries.platform import weaker_guarantee
 from mcp_batteries.safety import AllowedDirectories, current_directory_scope
-from mcp_batteries.server import BatteriesServer, CacheHint
+from mcp_batteries.server import BatteriesServer, CacheHint, note_change
 from pydantic import BaseModel, Field
 
 from mcp_filesystem import catalog, tools
@@ -164,7 +164,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         """Create a file or replace its whole content, atomically (a reader never sees half a
         file), as UTF-8. To change part of a file, use edit_file instead (it keeps the file's
         encoding)."""
-        return await calls.quick(ctx, tools.write_file, path, content)
+        said = await calls.quick(ctx, tools.write_file, path, content)
+        note_change(action="write", path=path)
+        return said
 
     @server.tool(title="Edit file", read_only=False, destructive=True, structured_output=False)
     async def edit_file(
@@ -177,12 +179,17 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         (add surrounding lines to make it unique, or set replaceAll); whitespace-only differences
         are tolerated and indentation is preserved. Use dryRun to preview. A file that is not
         UTF-8 is edited as windows-1252 and written back in it, keeping every other byte."""
-        return await calls.quick(ctx, tools.edit_file, path, [e.model_dump() for e in edits], dryRun)
+        said = await calls.quick(ctx, tools.edit_file, path, [e.model_dump() for e in edits], dryRun)
+        if not dryRun:
+            note_change(action="edit", path=path)
+        return said
 
     @server.tool(title="Create directory", read_only=False, idempotent=True, structured_output=False)
     async def create_directory(path: PathArg, ctx: Context[Any, Any]) -> str:
         """Create a directory, with any missing parents; succeeds if it already exists."""
-        return await calls.quick(ctx, tools.create_directory, path)
+        said = await calls.quick(ctx, tools.create_directory, path)
+        note_change(action="create_directory", path=path)
+        return said
 
     @server.tool(title="Move or rename", read_only=False, destructive=True, structured_output=False)
     async def move_file(
@@ -191,7 +198,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         ctx: Context[Any, Any],
     ) -> str:
         """Move or rename a file or directory. Fails if the destination exists."""
-        return await calls.quick(ctx, tools.move_file, source, destination)
+        said = await calls.quick(ctx, tools.move_file, source, destination)
+        note_change(action="move", path=source, to=destination)
+        return said
 
     @server.tool(title="Copy", read_only=False, structured_output=False)
     async def copy_file(
@@ -205,7 +214,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     ) -> str:
         """Copy a file (or, with recursive=true, a directory tree). Symbolic links are copied as
         links, never followed."""
-        return await calls.quick(ctx, tools.copy_file, source, destination, overwrite, recursive)
+        said = await calls.quick(ctx, tools.copy_file, source, destination, overwrite, recursive)
+        note_change(action="copy", path=source, to=destination)
+        return said
 
     @server.tool(title="Delete", read_only=False, destructive=True, idempotent=True, structured_output=False)
     async def delete_path(
@@ -215,7 +226,9 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     ) -> str:
         """Delete a file, a symbolic link (never its target) or an empty directory; a non-empty
         directory only with recursive=true. There is no undo."""
-        return await calls.quick(ctx, tools.delete_path, path, recursive)
+        said = await calls.quick(ctx, tools.delete_path, path, recursive)
+        note_change(action="delete", path=path)
+        return said
 
     # -- looking around ---------------------------------------------------------------------
     @server.tool(title="List directory", read_only=True, structured_output=False)
