@@ -102,3 +102,37 @@ def test_arguments_are_digested_as_sent_and_shown_redacted_and_bounded() -> None
     assert shown == {"url": "https://***@example.com/x", "api_key": "***", "n": 1}
     huge = shown_arguments({"content": ["y" * 1000] * 20})
     assert huge["cut"] is True and len(huge["text"]) <= 1024
+
+
+async def test_an_oauth_permissions_claim_narrows_the_tools_and_a_malformed_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    from mcp_batteries.testing import AUDIENCE, TestIssuer
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.txt").write_text("a")
+    with TestIssuer() as issuer:
+        narrowed = issuer.mint(
+            scope="mcp:read mcp:write",
+            extra={
+                "mcp_permissions": {"allow": ["filesystem:read_*"], "deny": ["filesystem:read_media_file"]}
+            },
+        )
+        malformed = issuer.mint(
+            scope="mcp:read mcp:write", extra={"mcp_permissions": {"allow": "everything"}}
+        )
+        args = ("--oauth-issuer", issuer.issuer, "--oauth-audience", AUDIENCE)
+        args += ("--oauth-permissions-claim", "mcp_permissions")
+        async with http_server("mcp-batteries-filesystem", str(tree), *args) as running:
+            async with connect_http(running.url, "modern", token=narrowed) as client:
+                names = {tool.name for tool in (await client.list_tools()).tools}
+                assert not (await client.call_tool("read_text_file", {"path": "a.txt"})).is_error
+            async with httpx2.AsyncClient() as http:
+                refused = await http.post(
+                    running.url,
+                    json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                    headers={"authorization": f"Bearer {malformed}", "content-type": "application/json"},
+                )
+    assert names == {"read_text_file", "read_file", "read_multiple_files"}
+    assert refused.status_code == 401 and "mcp_permissions" in refused.headers["www-authenticate"]

@@ -21,9 +21,10 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from opentelemetry import context, propagate
-from starlette.types import ASGIApp, Receive, Scope, Send
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["TraceHeaders", "export_wanted", "start_export"]
 
@@ -89,6 +90,9 @@ class TraceHeaders:
         if carrier is None or "traceparent" not in carrier:
             await self.app(scope, receive, send)
             return
+        # Imported here: a stdio server that never sees a header never pays for them.
+        from opentelemetry import context, propagate
+
         token = context.attach(propagate.extract(carrier))
         try:
             await self.app(scope, receive, send)
