@@ -1,7 +1,10 @@
 """Limits per caller: calls per second (a token bucket) and calls in flight, per identity.
 
 Wraps one server's MCP endpoint inside the sign-in (so it knows who calls). A call is a POST
-(a JSON-RPC request or batch; a listen stream is not counted: it stays open by design). Over a
+that carries a JSON-RPC request (or a batch with one): a client's notifications and its answers
+to the server's own requests (roots, sampling) pass freely, since refusing them would break what
+the server asked for, and a listen stream is not counted (it stays open by design). The body is
+looked at only when a limit applies to the caller, and only its bytes (no JSON parsing). Over a
 limit, the request is answered at once with HTTP 429, `Retry-After` (whole seconds, rounded up)
 and a JSON-RPC error whose message says which limit and when to retry, and whose data carries
 `limit`, `retryAfterSeconds` and the limit's value: nothing is queued, so one noisy caller costs
@@ -21,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_batteries._core.identity import Caller, CallerUser, current_caller
 from mcp_batteries._protocol.frames import error_reply, send_reply
@@ -74,10 +77,17 @@ class CallerLimits:
         key = caller.subject
         rate_override, in_flight_override = self.overrides.get(key, (None, None))
         in_flight = caller.max_calls_in_flight or in_flight_override or self.in_flight
+        rate = caller.rate_limit or rate_override or self.rate
+        if not (in_flight or rate):
+            await self.app(scope, receive, send)
+            return
+        body, receive = await _peek(receive)
+        if not _carries_a_request(body):
+            await self.app(scope, receive, send)
+            return
         if in_flight and self._busy.get(key, 0) >= in_flight:
             await self._refuse(send, caller, "in_flight", 1.0, f"{in_flight} call(s) in flight at once")
             return
-        rate = caller.rate_limit or rate_override or self.rate
         if rate:
             wait = self._take(key, rate)
             if wait > 0:
@@ -134,3 +144,38 @@ def _is_call(scope: Scope) -> bool:
     if scope.get("type") != "http" or scope.get("method") != "POST":
         return False
     return all(not (key == b"mcp-method" and value == _LISTEN_METHOD) for key, value in scope["headers"])
+
+
+#: How much of a body is looked at to tell a request from a notification or an answer.
+PEEK_BYTES = 64 * 1024
+
+
+async def _peek(receive: Receive) -> tuple[bytes, Receive]:
+    """The body's first bytes (up to `PEEK_BYTES`, whole messages), and a receive channel that
+    hands everything on unchanged."""
+    messages: list[Message] = []
+    seen = 0
+    while seen < PEEK_BYTES:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            break
+        seen += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
+
+    async def replay() -> Message:
+        if messages:
+            return messages.pop(0)
+        return await receive()
+
+    return body, replay
+
+
+def _carries_a_request(body: bytes) -> bool:
+    """Whether a JSON-RPC body may hold a request: a method and an id. A notification has no id
+    and an answer no method. On the safe side, a body counts when it merely mentions both in its
+    values, spells anything with a `\\u` escape (a key could hide that way), or is longer than
+    what was looked at."""
+    return len(body) >= PEEK_BYTES or b"\\u" in body or (b'"method"' in body and b'"id"' in body)

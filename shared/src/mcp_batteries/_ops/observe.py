@@ -13,6 +13,7 @@ before returning the result, so the line is in the file before the reply is sent
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from mcp_batteries._ops.metrics import Metrics
 
 __all__ = ["Ops"]
+
+logger = logging.getLogger(__name__)
 
 MAX_AUDITED_NAME = 200
 
@@ -153,6 +156,20 @@ class Ops:
         if self.metrics is not None:
             self.metrics.limited.labels(server, limit).inc()
 
+    def _write_audit(self, record: dict[str, Any]) -> None:
+        assert self.audit is not None
+        try:
+            self.audit.write(record)
+        except OSError as exc:
+            # The call has happened either way: answer it, and say loudly what the trail lacks.
+            logger.error(
+                "could not write the audit line for %s:%s by %s: %s",
+                record["server"],
+                record["tool"],
+                record["caller"],
+                exc,
+            )
+
     # -- the middleware -------------------------------------------------------------------------
     async def _observe(self, server: BatteriesServer, label: str, ctx: Any, call_next: Any) -> Any:
         metrics = self.metrics
@@ -206,7 +223,7 @@ class Ops:
             if audited and self.audit is not None:
                 arguments = params.get("arguments") or {}
                 traced = current_trace()
-                self.audit.write(
+                self._write_audit(
                     {
                         "time": now_iso(),
                         "caller": caller.subject,
