@@ -37,3 +37,16 @@ def test_the_documented_policy_examples_mean_what_deploy_md_says(tmp_path: Path)
     assert not agent.may_call("filesystem", "write_file", writes=True)
     assert not agent.may_call("git", "git_log", writes=False)
     assert agent.max_calls_in_flight == 4
+
+
+def test_the_documented_bundle_limits_give_each_server_and_identity_its_own(tmp_path: Path) -> None:
+    from mcp_batteries._bundle.configfile import parse_serve_args
+
+    text = (DOCS / "deploy.md").read_text()
+    start = text.index("```toml\n# team.toml\nrate_limit")
+    example = text[start + len("```toml\n") : text.index("```", start + 7)]
+    (tmp_path / "team.toml").write_text(example)
+    config = parse_serve_args(["sql", "--config", str(tmp_path / "team.toml")])
+    assert config.settings.rate_limit == 10 and config.settings.max_calls_in_flight == 4
+    assert config.servers["sql"][1].rate_limit == 2 and config.servers["sql"][1].max_calls_in_flight == 4
+    assert config.identities == {"user:ci-bot": (50.0, 16)}
