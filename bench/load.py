@@ -13,7 +13,15 @@ as the previous answer has arrived, with no sleeps; most calls are cheap
 - `stateful`: handshake-era clients (2025-11-25), one session each (`Mcp-Session-Id`);
 - `modern`: 2026-07-28 clients: no session, every request stands alone (the same bundle);
 - `stateless`: handshake-era clients against `mcp-batteries serve --stateless`;
-- `churn`: sessions opened (initialize), used once, and closed (DELETE), `--sessions` of them.
+- `churn`: sessions opened (initialize), used once, and closed (DELETE), `--sessions` of them;
+- `ops` (only when named: `--only ops`): what operating it costs. `modern` clients against a
+  bundle with metrics off and nothing else (`--no-metrics`), then against one with everything
+  on: `/metrics` (scraped every 5 s), an audit line for every call (`--audit-all`), per-caller
+  limits (`--rate-limit 100000 --max-calls-in-flight 1000`: checked on every call, never hit)
+  and spans exported by OTLP/HTTP to a receiver in this process (`--ops-features` picks some,
+  `--ops-trace-ratio` samples traces); off and on alternate (`--ops-rounds` pairs), and the
+  report gives the throughput ratio of the same run and the server's CPU per call.
+  `bench/ops_overhead.py` measures the same per call in-process, without the neighbours' noise.
 
 `--replicas 3` runs three bundles (the same configuration, `--bus URL` for the change bus between
 them) behind HAProxy on loopback (`haproxy` must be installed: `apt-get install haproxy`), which
@@ -331,7 +339,7 @@ PROFILE: str | None = None
 
 
 @contextlib.contextmanager
-def bundle(config: Path, *extra: str) -> Iterator[Bundle]:
+def bundle(config: Path, *extra: str, env: dict[str, str] | None = None) -> Iterator[Bundle]:
     script = Path(sys.executable).parent / "mcp-batteries"
     command = [str(script), "serve", "filesystem", "sql", "--config", str(config), "--port", "0", *extra]
     if PROFILE:
@@ -342,6 +350,7 @@ def bundle(config: Path, *extra: str) -> Iterator[Bundle]:
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
     )
     assert process.stderr is not None
     try:
@@ -562,6 +571,107 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         print(" | ".join(v.rjust(w) for v, w in zip(line, widths, strict=True)))
 
 
+@contextlib.contextmanager
+def otlp_sink() -> Iterator[tuple[str, list[int]]]:
+    """A loopback OTLP/HTTP endpoint that accepts (and counts the bytes of) every export."""
+    import http.server
+    import threading
+
+    received: list[int] = []
+
+    class Sink(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(len(self.rfile.read(int(self.headers.get("content-length") or 0))))
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", received
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def scrape_every(target: Bundle, seconds: float, stop: asyncio.Event) -> int:
+    """GET /metrics every `seconds` until `stop`, as Prometheus would; how many scrapes."""
+    scrapes = 0
+    connection = HttpConnection(target.host, target.port)
+    try:
+        while not stop.is_set():
+            status, _, _ = await connection.request("GET", "/metrics", {})
+            if status != 200:
+                raise RuntimeError(f"/metrics: HTTP {status}")
+            scrapes += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), seconds)
+    finally:
+        await connection.close()
+    return scrapes
+
+
+async def ops_cost(options: argparse.Namespace, config: Path, tree: Path, work: Path) -> list[dict[str, Any]]:
+    """Alternate `modern` runs with operations off and on; rows for both and the ratio."""
+    rows: list[dict[str, Any]] = []
+    audit = work / "audit.jsonl"
+    features = set(options.ops_features.split(","))
+    with otlp_sink() as (endpoint, exported):
+        on_env: dict[str, str] = {}
+        on_args: tuple[str, ...] = () if "metrics" in features else ("--no-metrics",)
+        if "traces" in features:
+            on_env = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_SERVICE_NAME": "bench-load"}
+            if options.ops_trace_ratio < 1:
+                on_env["OTEL_TRACES_SAMPLER"] = "parentbased_traceidratio"
+                on_env["OTEL_TRACES_SAMPLER_ARG"] = str(options.ops_trace_ratio)
+        if "audit" in features:
+            on_args += ("--audit-log", str(audit), "--audit-all")
+        if "limits" in features:
+            on_args += ("--rate-limit", "100000", "--max-calls-in-flight", "1000")
+        for round_number in range(options.ops_rounds):
+            for label, extra, env in (("ops-off", ("--no-metrics",), {}), ("ops-on", on_args, on_env)):
+                audit.unlink(missing_ok=True)
+                with bundle(config, *extra, env=env) as target:
+                    stop = asyncio.Event()
+                    scraper = None
+                    if label == "ops-on" and "metrics" in features:
+                        scraper = asyncio.create_task(scrape_every(target, 5.0, stop))
+                    result = await closed_loop(
+                        target, "modern", options.clients, options.warmup, options.seconds,
+                        options.heavy_share, tree,
+                    )  # fmt: skip
+                    stop.set()
+                    scrapes = await scraper if scraper is not None else 0
+                row = result.row()
+                row["mode"] = f"{label} #{round_number + 1}"
+                rows.append(row)
+                if label == "ops-on":
+                    lines = sum(1 for _ in audit.open()) if audit.exists() else 0
+                    print(
+                        f"  {row['mode']}: {lines} audit lines, {scrapes} scrapes, "
+                        f"{len(exported)} OTLP exports so far ({sum(exported) / 1024:.0f} KiB)",
+                        flush=True,
+                    )
+                if result.stats.errors:
+                    print(f"  {row['mode']}: first error: {result.stats.errors[0]}", flush=True)
+    off = [r["cheap_per_s"] + r["heavy_per_s"] for r in rows if r["mode"].startswith("ops-off")]
+    on = [r["cheap_per_s"] + r["heavy_per_s"] for r in rows if r["mode"].startswith("ops-on")]
+    cost = 1 - (sum(on) / len(on)) / (sum(off) / len(off))
+    cpu_off = [r["server_cpu_ms/call"] for r in rows if r["mode"].startswith("ops-off")]
+    cpu_on = [r["server_cpu_ms/call"] for r in rows if r["mode"].startswith("ops-on")]
+    print(
+        f"\nops: throughput off {sum(off) / len(off):.0f} calls/s, on {sum(on) / len(on):.0f} calls/s: "
+        f"cost {cost:.1%} (goal < 5 %); server CPU per call off {sum(cpu_off) / len(cpu_off):.3f} ms, "
+        f"on {sum(cpu_on) / len(cpu_on):.3f} ms",
+        flush=True,
+    )
+    return rows
+
+
 async def main_async(options: argparse.Namespace) -> None:
     work = Path(options.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -601,6 +711,8 @@ async def main_async(options: argparse.Namespace) -> None:
                         print(f"  {mode}: first error: {result.stats.errors[0]}", flush=True)
             if "churn" in only:
                 churned = await churn(target, options.sessions, concurrency=min(20, options.clients))
+    if "ops" in only:
+        rows += await ops_cost(options, config, tree, work)
     if "stateless" in only:
         stateless = (
             replicas(config, options.replicas, work, "--stateless")
@@ -647,7 +759,18 @@ def main() -> None:
     parser.add_argument(
         "--bus", default="", help="with --replicas: the change bus URL (postgresql:// or redis://)"
     )
-    parser.add_argument("--only", default="", help="modes: stateful,modern,stateless,churn (default: all)")
+    parser.add_argument(
+        "--only", default="", help="modes: stateful,modern,stateless,churn,ops (default: all but ops)"
+    )
+    parser.add_argument("--ops-rounds", type=int, default=2, help="ops mode: off/on pairs (default 2)")
+    parser.add_argument(
+        "--ops-trace-ratio", type=float, default=1.0, help="ops mode: share of traces sampled (default 1)"
+    )
+    parser.add_argument(
+        "--ops-features",
+        default="metrics,audit,limits,traces",
+        help="ops mode: what 'on' turns on (default: metrics,audit,limits,traces)",
+    )
     parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "mcp-batteries-load"))
     parser.add_argument("--json", default="", help="also write the figures to this file")
     parser.add_argument("--quick", action="store_true", help="20 clients, 8 s per mode, 500 sessions")

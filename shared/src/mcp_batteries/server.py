@@ -11,6 +11,8 @@ arrive as text (cursors, ids) by the same rule. `CacheHint` is how long a client
 list or a resource it read, and whether across callers (`BatteriesServer.cache`). `Consent` is
 what a tool registered with `confirm=` gets: whether its user let it destroy what it would
 (`mcp_batteries._core.confirm`, docs/confirmation.md).
+`note_change(action=..., path=...)` tells the audit trail what the tool call being handled
+changed (docs/deploy.md#audit-trail); it does nothing when the call is not audited.
 """
 
 from mcp.server.caching import CacheHint
@@ -18,6 +20,7 @@ from mcp.server.caching import CacheHint
 from mcp_batteries._core.app import BatteriesServer
 from mcp_batteries._core.confirm import Consent
 from mcp_batteries._core.identity import Caller, current_caller
+from mcp_batteries._ops.audit import note_change
 from mcp_batteries._protocol.integers import MAX_SAFE_INTEGER, cursor_offset, whole_number
 
 __all__ = [
@@ -28,5 +31,6 @@ __all__ = [
     "Consent",
     "current_caller",
     "cursor_offset",
+    "note_change",
     "whole_number",
 ]

@@ -13,7 +13,7 @@ from mcp.types import AudioContent, Completion, ImageContent, Resource, Resource
 from mcp_batteries.live import LiveResources, RootsTracker
 from mcp_batteries.platform import weaker_guarantee
 from mcp_batteries.safety import AllowedDirectories, current_directory_scope
-from mcp_batteries.server import BatteriesServer, CacheHint, Consent, current_caller
+from mcp_batteries.server import BatteriesServer, CacheHint, Consent, current_caller, note_change
 from mcp_batteries.work import in_thread
 from pydantic import BaseModel, Field
 
@@ -202,6 +202,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         if not consent.go_ahead:
             return consent.refusal
         reply = await calls.quick(ctx, tools.write_file, path, content)
+        note_change(action="write", path=path)
         await seen(ctx, path)
         await wrote(path, listing=True)
         return reply
@@ -220,6 +221,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         reply = await calls.quick(ctx, tools.edit_file, path, [e.model_dump() for e in edits], dryRun)
         await seen(ctx, path)
         if not dryRun:
+            note_change(action="edit", path=path)
             await wrote(path)
         return reply
 
@@ -227,6 +229,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     async def create_directory(path: PathArg, ctx: Context[Any, Any]) -> str:
         """Create a directory, with any missing parents; succeeds if it already exists."""
         reply = await calls.quick(ctx, tools.create_directory, path)
+        note_change(action="create_directory", path=path)
         await wrote(path, listing=True)
         return reply
 
@@ -238,6 +241,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     ) -> str:
         """Move or rename a file or directory. Fails if the destination exists."""
         reply = await calls.quick(ctx, tools.move_file, source, destination)
+        note_change(action="move", path=source, to=destination)
         await wrote(source, destination, listing=True)
         return reply
 
@@ -271,6 +275,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         if not consent.go_ahead:
             return consent.refusal
         reply = await calls.quick(ctx, tools.copy_file, source, destination, overwrite, recursive)
+        note_change(action="copy", path=source, to=destination)
         await wrote(destination, listing=True)
         return reply
 
@@ -297,6 +302,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
         if not consent.go_ahead:
             return consent.refusal
         reply = await calls.quick(ctx, tools.delete_path, path, recursive)
+        note_change(action="delete", path=path)
         await wrote(path, listing=True)
         return reply
 

@@ -5,6 +5,6 @@
   and VS Code, printed or merged into the client's file;
 - `new` (`scaffold.py`, `templates/`): a new server package in a checkout.
 
-May import: `_entry`, `_transport`, `_signin`, `_core`, `_protocol`, `_safety`, `_platform`,
-`errors`. No server imports it.
+May import: `_entry`, `_transport`, `_ops`, `_signin`, `_core`, `_protocol`, `_safety`,
+`_platform`, `errors`. No server imports it.
 """

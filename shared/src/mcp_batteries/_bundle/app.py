@@ -14,7 +14,8 @@ checks), behind the bundle's one authenticator, with a life of its own:
 Host and Origin are checked as for a single server (`mcp_batteries._transport.hosts.HostGuard`, around the
 whole bundle). The dispatcher matches exact paths: `/<name>/mcp`, the RFC 9728 metadata of each mount at
 `/.well-known/oauth-protected-resource/<name>/mcp` (when OAuth is on), `/healthz` (no token, for
-load balancers) and `/status` (behind the same sign-in as the servers). Any other path is behind
+load balancers), `/status` and `/metrics` (Prometheus, `mcp_batteries._ops`; both behind the same
+sign-in as the servers). Any other path is behind
 that sign-in too: a caller without a valid token gets the same 401 wherever it knocks, so it
 learns nothing about what is mounted; a signed-in caller gets 404 naming the servers' paths.
 """
@@ -32,6 +33,7 @@ import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_batteries._core.version import distribution_version
+from mcp_batteries._ops.observe import Ops
 from mcp_batteries._protocol import sdk
 from mcp_batteries._protocol.frames import Reply, error_reply, send_reply
 from mcp_batteries._safety.redact import redact_text
@@ -218,6 +220,7 @@ class BundleApp:
         mounts: Sequence[Mount],
         *,
         authenticator: Authenticator | None,
+        ops: Ops | None = None,
         startup_timeout: float = 30.0,
         allowed_hosts: Sequence[str] = (),
         allowed_origins: Sequence[str] = (),
@@ -227,11 +230,15 @@ class BundleApp:
         #: (everything but /healthz). A malformed allow-list entry is a ConfigError here.
         self.asgi: ASGIApp = HostGuard(self, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
         self.authenticator = authenticator
+        self.ops = ops
         self.startup_timeout = startup_timeout
         self.draining = False
         self.version = distribution_version("mcp-batteries")
         self._routes: dict[str, ASGIApp] = {"/healthz": self._healthz}
         self._routes["/status"] = self._signed_in(self._status, "/status", ())
+        if ops is not None and ops.metrics is not None:
+            # Behind the same sign-in as /status (a scraper gets a token of its own).
+            self._routes["/metrics"] = self._signed_in(ops.metrics_app, "/status", ())
         # Only a signed-in caller learns what is mounted: without a valid token, an unknown path
         # gets the same 401 as a mounted one (the challenge names /status's metadata).
         self._unknown_path = self._signed_in(self._not_found, "/status", ())
@@ -254,6 +261,7 @@ class BundleApp:
             resource_path=resource_path,
             writing_tools=writing_tools,
             serve_metadata=False,
+            on_refusal=self.ops.auth_refused if self.ops is not None else None,
         )
 
     # -- requests -------------------------------------------------------------------------------
@@ -301,6 +309,8 @@ class BundleApp:
             message = await receive()
             assert message["type"] == "lifespan.shutdown"
             await self.drain(grace=0)
+        if self.ops is not None:
+            self.ops.close()
         await send({"type": "lifespan.shutdown.complete"})
 
     async def drain(self, grace: float) -> None:

@@ -11,6 +11,11 @@
 
     [sql]
     databases = ["postgresql://mcp_ro@db/app"]
+    rate_limit = 20                         # the per-caller limits may differ per server
+
+    [identities."user:ci-bot"]              # limits of one identity (tokens-file entries win)
+    rate_limit = 100
+    max_calls_in_flight = 16
 
 Top-level keys are the HTTP listener's and sign-in settings every server shares (the flags a
 single server files under "HTTP options", plus `log_level`), which apply to every mount. A
@@ -77,6 +82,11 @@ def bundle_owned(settings: type[ServerSettings]) -> frozenset[str]:
 
 #: The bundle's own settings (no server has them).
 _BUNDLE_OWN_FIELDS = frozenset({"servers", "shutdown_grace", "startup_timeout"})
+#: Bundle settings a server's table may set for that server alone (the top level is the default).
+PER_SERVER_OVERRIDES = frozenset({"rate_limit", "max_calls_in_flight"})
+#: The table of per-identity limits (`[identities."user:alice"]`), not a server's.
+IDENTITIES_TABLE = "identities"
+_IDENTITY_KEYS = frozenset({"rate_limit", "max_calls_in_flight"})
 #: Common per-server fields the bundle decides for each mount (never the user).
 _FORCED_FIELDS = frozenset({"transport", "path", "config"})
 
@@ -123,6 +133,8 @@ class BundleConfig:
     file: Path | None = None
     #: Servers the file configures that are not selected (named on the command line instead).
     skipped: tuple[str, ...] = field(default=())
+    #: Limits per identity (`[identities."<subject>"]`): subject -> (rate_limit, max_calls_in_flight).
+    identities: dict[str, tuple[float | None, int | None]] = field(default_factory=dict)
 
 
 # -- the file ------------------------------------------------------------------------------------
@@ -164,6 +176,8 @@ def check_file(
             "(and a [table] per server)"
         )
     for name, table in tables.items():
+        if name == IDENTITIES_TABLE and name not in installed:
+            continue
         definition = installed.get(name)
         if definition is None:
             raise ConfigError(
@@ -172,7 +186,7 @@ def check_file(
         fields = definition.settings.model_fields
         owned = bundle_owned(definition.settings)
         for key in table:
-            if key in owned:
+            if key in owned and key not in PER_SERVER_OVERRIDES:
                 raise ConfigError(
                     f"{key!r} in [{name}] of {path} is a bundle setting (one listener for every server): "
                     "set it at the top level of the file"
@@ -194,7 +208,11 @@ def server_settings(
     """One server's settings: its table from the file, its environment, and the bundle's values."""
     forced: dict[str, Any] = {}
     if bundle is not None:
-        forced = {name: getattr(bundle, name) for name in bundle_owned(definition.settings)}
+        forced = {
+            name: getattr(bundle, name)
+            for name in bundle_owned(definition.settings)
+            if not (name in PER_SERVER_OVERRIDES and name in table)
+        }
         forced.update(transport="http", path=f"/{definition.name}/mcp", config=None)
     try:
         settings: ServerSettings = build_settings(definition.settings, forced, None, config_table=table)
@@ -299,8 +317,34 @@ def parse_serve_args(
         }
     except ConfigError as exc:
         fail(str(exc), prog=prog)
+    identities: dict[str, tuple[float | None, int | None]] = {}
+    if IDENTITIES_TABLE not in installed:
+        try:
+            identities = identity_limits(tables.pop(IDENTITIES_TABLE, {}), path)
+        except ConfigError as exc:
+            fail(str(exc), prog=prog)
     skipped = tuple(sorted(set(tables) - set(servers)))
-    return BundleConfig(settings=bundle, servers=servers, file=path, skipped=skipped)
+    return BundleConfig(settings=bundle, servers=servers, file=path, skipped=skipped, identities=identities)
+
+
+def identity_limits(
+    table: Mapping[str, Any], file: Path | None
+) -> dict[str, tuple[float | None, int | None]]:
+    """`[identities."user:alice"] rate_limit = 5, max_calls_in_flight = 2` -> subject -> limits."""
+    found: dict[str, tuple[float | None, int | None]] = {}
+    for subject, limits in table.items():
+        where = f'[{IDENTITIES_TABLE}."{subject}"] of {file}'
+        if not isinstance(limits, dict) or not limits or set(limits) - _IDENTITY_KEYS:
+            raise ConfigError(f"{where}: give rate_limit and/or max_calls_in_flight")
+        rate, in_flight = limits.get("rate_limit"), limits.get("max_calls_in_flight")
+        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate <= 0):
+            raise ConfigError(f"{where}: rate_limit must be a number of calls per second above 0")
+        if in_flight is not None and (
+            isinstance(in_flight, bool) or not isinstance(in_flight, int) or in_flight < 1
+        ):
+            raise ConfigError(f"{where}: max_calls_in_flight must be a whole number, 1 or more")
+        found[subject] = (float(rate) if rate is not None else None, in_flight)
+    return found
 
 
 def settings_as_args(definition: ServerDefinition[Any], table: Mapping[str, Any]) -> list[str]:

@@ -23,6 +23,9 @@ import anyio
 from mcp_batteries._bundle.app import BundleApp, Mount
 from mcp_batteries._bundle.configfile import BundleConfig, BundleSettings, parse_serve_args
 from mcp_batteries._core.cli import fail
+from mcp_batteries._ops.observe import Ops
+from mcp_batteries._ops.tracing import start_export
+from mcp_batteries._platform.signals import on_reopen_signal
 from mcp_batteries._signin.auth import TOKEN_ENV, build_authenticator
 from mcp_batteries._transport.console import configure_logging, say, tune_gc
 from mcp_batteries._transport.http import bind_sockets, draining_server, mcp_endpoint, uvicorn_config
@@ -38,7 +41,7 @@ __all__ = ["build_bundle", "serve_bundle", "serve_main"]
 logger = logging.getLogger(__name__)
 
 
-def _mount(definition: ServerDefinition[Any], settings: Any) -> Mount:
+def _mount(definition: ServerDefinition[Any], settings: Any, ops: Ops) -> Mount:
     path = f"/{definition.name}/mcp"
     try:
         server = definition.build_server(settings)
@@ -52,6 +55,9 @@ def _mount(definition: ServerDefinition[Any], settings: Any) -> Mount:
         return Mount.failed(definition, path, f"could not be built: {type(exc).__name__}: {exc}")
     # The same endpoint a single server serves (event store per session, idle expiry, session cap).
     endpoint, events = mcp_endpoint(server, path)
+    # Metrics, audit, limits and traces (mcp_batteries._ops), one `Ops` for the whole bundle.
+    ops.attach(server, event_bytes=(lambda: events.total_bytes) if events is not None else None)
+    endpoint = ops.wrap(endpoint, server)
     return Mount(definition=definition, server=server, path=path, endpoint=endpoint, events=events)
 
 
@@ -65,10 +71,14 @@ def build_bundle(config: BundleConfig) -> BundleApp:
             "--auth-token-file, --tokens-file or --oauth-issuer, "
             "or pass --insecure-no-auth if a proxy in front authenticates"
         )
-    mounts = [_mount(definition, server_settings) for definition, server_settings in config.servers.values()]
+    ops = Ops(settings, identity_limits=config.identities)
+    mounts = [
+        _mount(definition, server_settings, ops) for definition, server_settings in config.servers.values()
+    ]
     return BundleApp(
         mounts,
         authenticator=authenticator,
+        ops=ops,
         startup_timeout=settings.startup_timeout,
         allowed_hosts=settings.allowed_hosts,
         allowed_origins=settings.allowed_origins,
@@ -155,9 +165,12 @@ def serve_main(
     config = parse_serve_args(argv, prog=prog, installed=installed)
     configure_logging(config.settings.log_level)
     try:
+        start_export("mcp-batteries")  # spans by OTLP when OTEL_* asks (nothing imported otherwise)
         bundle = build_bundle(config)
         sockets = bind_sockets(config.settings)  # a port in use is one line, before anything starts
         tune_gc()
+        if bundle.ops is not None:
+            on_reopen_signal(bundle.ops.reopen_audit_log)  # logrotate's SIGHUP
         signal.signal(signal.SIGTERM, _exit_cleanly)
         anyio.run(partial(serve_bundle, bundle, config.settings, sockets=sockets))
     except ConfigError as exc:

@@ -59,7 +59,7 @@ from starlette.applications import Starlette
 
 from mcp_batteries._core.cache_hints import DEFAULT_CACHE_HINTS, ReadHints
 from mcp_batteries._core.confirm import Confirm, Consent, consent_parameter
-from mcp_batteries._core.identity import current_caller
+from mcp_batteries._core.identity import Caller, current_caller
 from mcp_batteries._core.notify import RESOURCE_LIST, Interest, Notifier
 from mcp_batteries._core.request_state import request_state_security
 from mcp_batteries._core.settings import ServerSettings
@@ -106,11 +106,19 @@ class _Server(MCPServer[Any]):
     #: Tools the operator turned off (not registered), and by which setting.
     turned_off: dict[str, str]
 
+    #: The server's short name in permission patterns (`server:tool`) and metrics.
+    server_name: str
+
     async def list_tools(self) -> list[MCPTool]:
         tools = await super().list_tools()
-        if self.writing_tools and not current_caller().can_write:
-            return [tool for tool in tools if tool.name not in self.writing_tools]
-        return tools
+        caller = current_caller()
+        if caller.can_write and caller.policy.unrestricted:
+            return tools
+        return [tool for tool in tools if self.may_call(caller, tool.name)]
+
+    def may_call(self, caller: Caller, name: str) -> bool:
+        """Whether `caller` may see and call the tool `name` (scope and tool policy)."""
+        return caller.may_call(self.server_name, name, writes=name in self.writing_tools)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -125,13 +133,19 @@ class _Server(MCPServer[Any]):
                 + (f" (turned off on this server: {why})" if why else ""),
                 data={"name": _preview(name, 100)},
             )
-        if name in self.writing_tools:
-            caller = current_caller()
-            if not caller.can_write:
-                raise ToolError(
-                    f"{name} changes things, so it needs the {self.write_scope!r} scope, which this "
-                    f"caller ({caller.name}) does not have; only the read-only tools are available"
-                )
+        caller = current_caller()
+        if name in self.writing_tools and not caller.can_write:
+            raise ToolError(
+                f"{name} changes things, so it needs the {self.write_scope!r} scope, which this "
+                f"caller ({caller.name}) does not have; only the read-only tools are available"
+            )
+        if not caller.policy.permits(self.server_name, name, writes=name in self.writing_tools):
+            # As for a tool that does not exist: the caller never saw it listed, and an answer
+            # that told it apart would tell a caller what else the server could do.
+            logger.info("refused %s:%s to %s (its tool policy)", self.server_name, name, caller.subject)
+            raise MCPError(
+                INVALID_PARAMS, f"Unknown tool: {_preview(name, 100)}", data={"name": _preview(name, 100)}
+            )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -325,6 +339,7 @@ class BatteriesServer:
         self.mcp.writing_tools = self.writing_tools
         self.mcp.turned_off = {}
         self.mcp.write_scope = settings.oauth_write_scope
+        self.mcp.server_name = settings.server_name
         self._listen = ListenHandler(self.bus)
         sdk.add_request_handler(
             self.mcp, "subscriptions/listen", SubscriptionsListenRequestParams, self._on_listen

@@ -33,6 +33,7 @@ from typing import Any, Literal
 from mcp.server.auth.provider import AccessToken
 from starlette.authentication import AuthCredentials
 
+from mcp_batteries._core.permissions import ToolPolicy
 from mcp_batteries._protocol import sdk
 from mcp_batteries._protocol.sdk import AuthenticatedUser
 
@@ -70,6 +71,17 @@ class Caller:
     can_write: bool = True
     #: The verified token's claims (OAuth); empty for other sources.
     claims: Mapping[str, Any] = field(default_factory=dict)
+    #: Which servers' tools this caller may see and call (`mcp_batteries._core.permissions`).
+    policy: ToolPolicy = field(default_factory=ToolPolicy)
+    #: This caller's own limits (tokens file), instead of `--rate-limit`/`--max-calls-in-flight`.
+    rate_limit: float | None = None
+    max_calls_in_flight: int | None = None
+
+    def may_call(self, server: str, tool: str, *, writes: bool) -> bool:
+        """Whether this caller may see and call `tool` of `server` (`writes`: it changes things)."""
+        if writes and not self.can_write:
+            return False
+        return self.policy.permits(server, tool, writes=writes)
 
     def may_use(self, workspace: str) -> bool:
         return self.workspaces is None or workspace in self.workspaces

@@ -189,6 +189,14 @@ class ServerSettings(BaseSettings):
         description="HTTP: access-token claim listing the caller's workspaces (default: all workspaces).",
         json_schema_extra={"metavar": "CLAIM"},
     )
+    oauth_permissions_claim: str | None = Field(
+        None,
+        description=(
+            "HTTP: access-token claim holding the caller's tool policy, an object with allow, deny "
+            "and read_only (default: every tool the scopes grant)."
+        ),
+        json_schema_extra={"metavar": "CLAIM"},
+    )
     public_url: str | None = Field(
         None,
         description=(
@@ -251,6 +259,49 @@ class ServerSettings(BaseSettings):
         pattern=r"^[A-Za-z0-9_.:-]+$",
         description="HTTP: the bus channels' prefix (PREFIX.NAME per server); replicas must agree.",
         json_schema_extra={"metavar": "NAME"},
+    )
+    # Operating it for a team (mcp_batteries._ops; docs/deploy.md): metrics, audit, limits.
+    metrics: bool = Field(
+        True,
+        description="HTTP: serve Prometheus metrics at /metrics, behind the same sign-in as MCP.",
+    )
+    audit_log: Path | None = Field(
+        None,
+        description=(
+            "HTTP: append one JSON line per call that changes something to this file, written "
+            "before the reply; reopened on SIGHUP."
+        ),
+        json_schema_extra={"metavar": "PATH"},
+    )
+    audit_all: bool = Field(
+        False, description="HTTP: audit every tool call, not only those that change things."
+    )
+    audit_fsync: bool = Field(
+        False,
+        description="HTTP: fsync the audit log after each line (survives a power cut, costs a disk sync).",
+    )
+    audit_max_bytes: int = Field(
+        0,
+        ge=0,
+        description="HTTP: rotate the audit log (PATH.1 ... PATH.5) when it would pass this size (0: never).",
+        json_schema_extra={"metavar": "BYTES"},
+    )
+    rate_limit: float = Field(
+        0.0,
+        ge=0,
+        description=(
+            "HTTP: calls per second each identity may make to a server, bursts up to that many "
+            "(0: no limit); excess gets 429 with Retry-After."
+        ),
+        json_schema_extra={"metavar": "CALLS_PER_SECOND"},
+    )
+    max_calls_in_flight: int = Field(
+        0,
+        ge=0,
+        description=(
+            "HTTP: calls each identity may have in flight at once on a server (0: no limit); excess gets 429."
+        ),
+        json_schema_extra={"metavar": "N"},
     )
     config: Path | None = Field(None, description="A TOML file with any of these settings.")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any, Final
 
@@ -22,7 +22,7 @@ import anyio
 
 from mcp_batteries._platform import family
 
-__all__ = ["PORTABLE_STOP_SIGNALS", "stop_signals"]
+__all__ = ["PORTABLE_STOP_SIGNALS", "on_reopen_signal", "stop_signals"]
 
 #: What the portable family listens to: those of these that exist on the platform.
 PORTABLE_STOP_SIGNALS: Final = tuple(
@@ -69,3 +69,14 @@ async def stop_signals() -> AsyncIterator[AsyncIterator[int]]:
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+def on_reopen_signal(callback: Callable[[], None]) -> bool:
+    """Call `callback` (from a signal handler: it must only set a flag) on SIGHUP, the usual
+    "reopen your log files" signal of `logrotate` and friends. False where the platform has no
+    SIGHUP (Windows) or this is not the main thread (only it may set handlers)."""
+    hangup = getattr(signal, "SIGHUP", None)
+    if hangup is None or threading.current_thread() is not threading.main_thread():
+        return False
+    signal.signal(hangup, lambda signum, frame: callback())
+    return True

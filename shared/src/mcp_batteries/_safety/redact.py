@@ -36,6 +36,7 @@ quotes its tail (`invalid port 'tail@host'`) still shows `***`. Pieces shorter t
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable
@@ -49,6 +50,7 @@ __all__ = [
     "RedactingFormatter",
     "redact_text",
     "redact_url",
+    "redact_value",
     "remember_secrets",
 ]
 
@@ -156,6 +158,23 @@ def redact_text(text: str) -> str:
     return KNOWN.hide(text)
 
 
+def redact_value(value: object, *, max_string: int = 1024) -> object:
+    """JSON-like `value` (tool arguments) as `redact_text` would show it: every string through
+    `redact_text`, cut to `max_string` characters, and the value of every key that names a secret
+    (`password`, `api_key`, `token`...) replaced by `***` whatever it is."""
+    if isinstance(value, str):
+        shown = redact_text(value)
+        return shown if len(shown) <= max_string else shown[: max_string - 1] + "…"
+    if isinstance(value, dict):
+        return {
+            str(key): HIDDEN if _is_secret_key(str(key)) else redact_value(item, max_string=max_string)
+            for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [redact_value(item, max_string=max_string) for item in value]
+    return value
+
+
 def remember_secrets(value: str) -> None:
     """Remember what `redact_url` hides in the URLs of `value` (a configured URL, or a `name=URL`
     spec), so that `redact_text` and `redact_url` hide it wherever else it turns up. Only URLs
@@ -261,6 +280,7 @@ def _scheme_start(text: str, mark: int, floor: int) -> int | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)  # the same few parameter names, over and over
 def _is_secret_key(key: str) -> bool:
     lowered = key.lower()
     joined = _SEPARATORS.sub("", lowered)

@@ -53,6 +53,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_batteries._core.identity import Caller, CallerUser, authenticated_user_for
+from mcp_batteries._core.permissions import POLICY_KEYS, parse_policy
 from mcp_batteries._protocol import sdk
 from mcp_batteries._protocol.frames import Reply, error_reply, send_reply
 from mcp_batteries._safety.secret_files import check_private
@@ -128,7 +129,10 @@ def _digest(token: str) -> bytes:
 
 # -- tokens file -------------------------------------------------------------------------------
 
-_TOKEN_KEYS = frozenset({"user", "token", "sha256", "workspaces", "scopes"})
+_TOKEN_KEYS = (
+    frozenset({"user", "token", "sha256", "workspaces", "scopes", "rate_limit", "max_calls_in_flight"})
+    | POLICY_KEYS
+)
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 _PRINTABLE = re.compile(r"[^\x00-\x1f\x7f]+")
 
@@ -142,7 +146,13 @@ def load_tokens_file(path: Path, scopes: ScopeNames) -> dict[bytes, Caller]:
     sha256 = "<hex SHA-256 of the token>"   # or: token = "<the token itself>"
     workspaces = ["team-a", "shared"]       # optional; omitted or ["*"]: every workspace
     scopes = ["mcp:read"]                   # optional; default: read and write
+    allow = ["git:*", "tasks:*"]            # optional: `server:tool` patterns (default "*")
+    deny = ["git:git_push"]                 # optional; deny wins
+    read_only = ["filesystem"]              # optional: true, or the servers only read
+    rate_limit = 5.0                        # optional: calls per second (default --rate-limit)
+    max_calls_in_flight = 4                 # optional (default --max-calls-in-flight)
     ```
+    (`mcp_batteries._core.permissions` says how a policy decides.)
     """
     where = f"--tokens-file {path}"
     check_private(path, "--tokens-file")
@@ -203,6 +213,20 @@ def _token_entry(entry: Any, where: str, scopes: ScopeNames) -> tuple[bytes, Cal
         raise ConfigError(f"{where} ({user}): 'workspaces' and 'scopes' cannot be empty lists")
     if not granted & scopes.both():
         raise ConfigError(f"{where} ({user}): 'scopes' must include {scopes.read!r} or {scopes.write!r}")
+    try:
+        policy = parse_policy(entry, f"{where} ({user})")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    rate_limit = entry.get("rate_limit")
+    if rate_limit is not None and (
+        isinstance(rate_limit, bool) or not isinstance(rate_limit, (int, float)) or not rate_limit > 0
+    ):
+        raise ConfigError(f"{where} ({user}): 'rate_limit' must be a number of calls per second above 0")
+    in_flight = entry.get("max_calls_in_flight")
+    if in_flight is not None and (
+        isinstance(in_flight, bool) or not isinstance(in_flight, int) or in_flight < 1
+    ):
+        raise ConfigError(f"{where} ({user}): 'max_calls_in_flight' must be a whole number, 1 or more")
     return digest, Caller(
         subject=f"user:{user}",
         name=user,
@@ -210,6 +234,9 @@ def _token_entry(entry: Any, where: str, scopes: ScopeNames) -> tuple[bytes, Cal
         scopes=frozenset(granted),
         workspaces=None if "*" in workspaces else frozenset(workspaces),
         can_write=scopes.write in granted,
+        policy=policy,
+        rate_limit=float(rate_limit) if rate_limit is not None else None,
+        max_calls_in_flight=in_flight,
     )
 
 
@@ -416,8 +443,11 @@ class AuthMiddleware:
         resource_path: str,
         writing_tools: Collection[str] = (),
         serve_metadata: bool = True,
+        on_refusal: Callable[[str], None] | None = None,
     ) -> None:
         self.app = app
+        #: Told the reason of each refusal ("missing_token", "invalid_token", ...), for metrics.
+        self.on_refusal = on_refusal
         self.authenticator = authenticator
         self.resource_path = resource_path
         self.writing_tools = writing_tools
@@ -447,6 +477,8 @@ class AuthMiddleware:
             return
         except KeysUnavailable as exc:
             logger.warning("cannot verify a token now: %s", exc)
+            if self.on_refusal is not None:
+                self.on_refusal("keys_unavailable")
             await send_reply(
                 send,
                 _error(None, -32603, "cannot verify the token now: the issuer's keys are unreachable", 503),
@@ -473,6 +505,9 @@ class AuthMiddleware:
             sdk.auth_context_var.reset(reset)
 
     async def _refuse(self, scope: Scope, send: Send, refusal: Refusal, request_id: Any = None) -> None:
+        if self.on_refusal is not None:
+            reason = refusal.error or ("missing_token" if refusal.status == 401 else "forbidden")
+            self.on_refusal(reason)
         challenge = self.authenticator.challenge(scope, self.resource_path, refusal)
         await send_reply(
             send,
@@ -593,7 +628,11 @@ def build_authenticator(settings: ServerSettings) -> Authenticator | None:
     tokens = TokensFile(s.tokens_file, scopes) if s.tokens_file is not None else None
     oauth = None
     if s.oauth_issuer is None:
-        given = [f for f in ("oauth_audience", "oauth_jwks_url", "oauth_workspaces_claim") if getattr(s, f)]
+        given = [
+            f
+            for f in ("oauth_audience", "oauth_jwks_url", "oauth_workspaces_claim", "oauth_permissions_claim")
+            if getattr(s, f)
+        ]
         if given:
             flags = ", ".join("--" + f.replace("_", "-") for f in given)
             raise ConfigError(f"{flags} need(s) --oauth-issuer")
@@ -609,7 +648,12 @@ def build_authenticator(settings: ServerSettings) -> Authenticator | None:
             )
         keys = JwksKeys(s.oauth_issuer, s.oauth_jwks_url)
         oauth = OAuthVerifier(
-            s.oauth_issuer, s.oauth_audience, scopes, keys, workspaces_claim=s.oauth_workspaces_claim
+            s.oauth_issuer,
+            s.oauth_audience,
+            scopes,
+            keys,
+            workspaces_claim=s.oauth_workspaces_claim,
+            permissions_claim=s.oauth_permissions_claim,
         )
     if s.public_url is not None:
         parts = urlsplit(s.public_url)
@@ -630,6 +674,7 @@ def authenticate(
     *,
     resource_path: str,
     writing_tools: Collection[str] = (),
+    on_refusal: Callable[[str], None] | None = None,
 ) -> ASGIApp:
     """`app` behind the authentication the settings configure (unchanged when there is none).
 
@@ -645,4 +690,6 @@ def authenticate(
                 "or pass --insecure-no-auth if a proxy in front authenticates"
             )
         return app
-    return AuthMiddleware(app, authenticator, resource_path=resource_path, writing_tools=writing_tools)
+    return AuthMiddleware(
+        app, authenticator, resource_path=resource_path, writing_tools=writing_tools, on_refusal=on_refusal
+    )

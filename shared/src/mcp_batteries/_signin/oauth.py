@@ -33,6 +33,7 @@ import anyio
 import jwt
 
 from mcp_batteries._core.identity import Caller
+from mcp_batteries._core.permissions import POLICY_KEYS, ToolPolicy, parse_policy
 
 __all__ = [
     "ALGORITHMS",
@@ -318,12 +319,14 @@ class OAuthVerifier:
         keys: JwksKeys,
         *,
         workspaces_claim: str | None = None,
+        permissions_claim: str | None = None,
     ) -> None:
         self.issuer = issuer
         self.audience = audience
         self.scopes = scopes
         self.keys = keys
         self.workspaces_claim = workspaces_claim
+        self.permissions_claim = permissions_claim
 
     async def verify(self, token: str) -> tuple[Caller, int]:
         """The caller a valid token stands for and its expiry; `Refusal` or `KeysUnavailable`."""
@@ -386,6 +389,18 @@ class OAuthVerifier:
         if self.workspaces_claim is not None:
             listed = _claim_strings(claims.get(self.workspaces_claim))
             workspaces = None if "*" in listed else listed
+        policy = ToolPolicy()
+        if self.permissions_claim is not None and self.permissions_claim in claims:
+            # {"allow": [...], "deny": [...], "read_only": ...}: the tokens file's keys.
+            stated = claims[self.permissions_claim]
+            try:
+                if not isinstance(stated, dict) or set(stated) - POLICY_KEYS:
+                    raise ValueError(f"holds an object with only {', '.join(sorted(POLICY_KEYS))}")
+                policy = parse_policy(stated, f"the {self.permissions_claim!r} claim")
+            except ValueError as exc:
+                raise invalid_token(
+                    f"the token's {self.permissions_claim!r} claim is not a policy: {exc}"
+                ) from None
         return Caller(
             subject=f"oauth:{self.issuer}#{subject}",
             name=name,
@@ -394,6 +409,7 @@ class OAuthVerifier:
             workspaces=workspaces,
             can_write=self.scopes.write in granted,
             claims=claims,
+            policy=policy,
         )
 
 

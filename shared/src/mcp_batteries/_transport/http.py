@@ -4,6 +4,8 @@ uvicorn serves it with:
 - Host/Origin checks always on, parsed and compared exactly (`mcp_batteries._transport.hosts`; the SDK
   silently turns its own off when binding 0.0.0.0, and matches by prefix);
 - an optional static bearer token, and `/healthz` (no token, any Host);
+- metrics at `/metrics` (behind the sign-in), the audit trail, per-caller limits and trace
+  context from headers (`mcp_batteries._ops`);
 - resumable SSE with an event store per session, bounded, dropped when the session ends
   (`mcp_batteries._transport.events`); sessions expire when idle and are capped in number;
 - connection limits: idle and slow connections are closed, surplus ones make room or are
@@ -29,6 +31,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_batteries._core.settings import ServerSettings
+from mcp_batteries._ops.observe import Ops
 from mcp_batteries._protocol import sdk
 from mcp_batteries._signin.auth import authenticate
 from mcp_batteries._transport.console import say
@@ -76,6 +79,8 @@ class HttpApp:
     startup_error: ConfigError | None = None
     #: The connections being served (set by `serve_http`).
     connections: ConnectionTable | None = None
+    #: Metrics, audit, limits and traces (`mcp_batteries._ops`).
+    ops: Ops | None = None
     _web: uvicorn.Server | None = None
 
     #: Calls being answered (POST requests other than listen streams): a shutdown waits for them.
@@ -171,14 +176,22 @@ def build_http_app(server: BatteriesServer) -> HttpApp:
         return JSONResponse({"status": "ok", "server": server.mcp.name, "version": server.mcp.version})
 
     server.mcp.custom_route("/healthz", methods=["GET"])(healthz)
-    app, events = mcp_endpoint(server, s.path)
+    # Metrics, audit, limits, traces (mcp_batteries._ops); /metrics is behind the sign-in.
+    ops = Ops(s)
+    if ops.metrics is not None:
+        server.mcp.custom_route("/metrics", methods=["GET"])(ops.metrics_route)
+    endpoint, events = mcp_endpoint(server, s.path)
+    ops.attach(server, event_bytes=(lambda: events.total_bytes) if events is not None else None)
+    app = ops.wrap(endpoint, server)
     # Authentication (mcp_batteries._signin.auth): static token, tokens file and/or OAuth; refuses a
     # non-loopback bind without any of them.
-    authenticated = authenticate(app, s, resource_path=s.path, writing_tools=server.writing_tools)
+    authenticated = authenticate(
+        app, s, resource_path=s.path, writing_tools=server.writing_tools, on_refusal=ops.auth_refused
+    )
     # Outermost: a request for a foreign Host or Origin is refused before anything else runs.
     # A malformed --allowed-hosts/--allowed-origins entry is a ConfigError here.
     guard = HostGuard(authenticated, allowed_hosts=s.allowed_hosts, allowed_origins=s.allowed_origins)
-    return HttpApp(server, guard, events, guard, authenticated=authenticated is not app)
+    return HttpApp(server, guard, events, guard, authenticated=authenticated is not app, ops=ops)
 
 
 def _config_error_in(exc: BaseException) -> ConfigError | None:
@@ -402,6 +415,8 @@ async def serve_http(
         await _serve_until_stopped(web, app, sockets, on_started)
     finally:
         uvicorn_log.removeFilter(not_after_a_reported_mistake)
+        if app.ops is not None:
+            app.ops.close()
 
 
 async def _serve_until_stopped(

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from mcp_batteries._ops.tracing import start_export
+from mcp_batteries._platform.signals import on_reopen_signal
 from mcp_batteries._transport.console import configure_logging, tune_gc
 
 if TYPE_CHECKING:
@@ -29,6 +31,8 @@ def run(server: BatteriesServer, *, script: str) -> None:
     configure_logging(server.settings.log_level)
     server.check_tool_lists()
     tune_gc()
+    # Spans exported by OTLP when the OTEL_* variables ask for it (nothing imported otherwise).
+    start_export(server.mcp.name)
     try:
         if server.settings.transport == "http":
             from functools import partial
@@ -37,6 +41,8 @@ def run(server: BatteriesServer, *, script: str) -> None:
 
             sockets = bind_sockets(server.settings)  # a bad --host/--port: one line, exit 2
             app = build_http_app(server)
+            if app.ops is not None:
+                on_reopen_signal(app.ops.reopen_audit_log)  # logrotate's SIGHUP
             # uvicorn drains on SIGTERM, restores the previous handler and re-raises the signal;
             # with this handler in place that ends the process with status 0, not -15.
             signal.signal(signal.SIGTERM, _exit_cleanly)

@@ -1,0 +1,256 @@
+"""`Ops`: metrics, audit, limits and traces for one HTTP app, attached to each of its servers.
+
+    ops = Ops(settings)                          # the app's (or the bundle's) settings
+    ops.attach(server, event_bytes=...)          # a middleware around every request of `server`
+    endpoint = ops.wrap(endpoint, server)        # limits and traceparent, inside the sign-in
+    ops.metrics_app                              # GET /metrics, behind the sign-in
+
+The middleware runs inside the SDK's OpenTelemetry span (it is second in the SDK's chain, so
+what it sees is what the client gets): for a tool call it times the call, counts it by server,
+tool and outcome, names server, tool, outcome and caller on the span, and writes the audit line
+before returning the result, so the line is in the file before the reply is sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from mcp.shared.exceptions import MCPError
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
+from opentelemetry import trace
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcp_batteries._core.identity import current_caller
+from mcp_batteries._ops.audit import AuditLog, arguments_digest, collecting_changes, now_iso, shown_arguments
+from mcp_batteries._ops.limits import CallerLimits
+from mcp_batteries._ops.tracing import TraceHeaders
+from mcp_batteries._protocol import sdk
+from mcp_batteries._protocol.trace import current_trace
+from mcp_batteries._safety.names import scrub
+
+if TYPE_CHECKING:
+    from mcp_batteries._core.app import BatteriesServer
+    from mcp_batteries._core.settings import ServerSettings
+    from mcp_batteries._ops.metrics import Metrics
+
+__all__ = ["Ops"]
+
+logger = logging.getLogger(__name__)
+
+MAX_AUDITED_NAME = 200
+
+
+class Ops:
+    """What an operator sees and governs of one HTTP app (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: ServerSettings,
+        *,
+        identity_limits: Mapping[str, tuple[float | None, int | None]] | None = None,
+    ) -> None:
+        self.settings = settings
+        #: subject -> (rate, calls in flight): the bundle's `[identities."<subject>"]`.
+        self.identity_limits = dict(identity_limits or {})
+        self.metrics: Metrics | None = None
+        if settings.metrics:
+            from mcp_batteries._ops.metrics import Metrics  # prometheus-client: HTTP only
+
+            self.metrics = Metrics()
+            self.metrics.add_reading("mcp_sessions", "Open stateful sessions.", self._sessions)
+            self.metrics.add_reading(
+                "mcp_event_store_bytes", "Bytes kept for resumable event streams.", self._event_bytes
+            )
+        self.audit: AuditLog | None = None
+        if settings.audit_log is not None:
+            self.audit = AuditLog(
+                settings.audit_log, fsync=settings.audit_fsync, max_bytes=settings.audit_max_bytes
+            )
+        self.audit_all = settings.audit_all
+        self._servers: list[tuple[str, BatteriesServer, Callable[[], int] | None]] = []
+
+    # -- wiring ---------------------------------------------------------------------------------
+    def attach(self, server: BatteriesServer, *, event_bytes: Callable[[], int] | None = None) -> None:
+        """Observe every request `server` answers (see the module docstring)."""
+        label = server.settings.server_name
+        self._servers.append((label, server, event_bytes))
+        # After the SDK's span (index 0), before everything of ours.
+        server.mcp.middleware.insert(1, partial(self._observe, server, label))
+
+    def wrap(self, endpoint: ASGIApp, server: BatteriesServer) -> ASGIApp:
+        """`server`'s MCP endpoint with the per-caller limits and traceparent headers; goes inside
+        the sign-in (the limits need to know who calls)."""
+        s = server.settings
+        app = endpoint
+        if s.rate_limit or s.max_calls_in_flight or s.tokens_file is not None or self.identity_limits:
+            app = CallerLimits(
+                app,
+                server=s.server_name,
+                rate=s.rate_limit,
+                in_flight=s.max_calls_in_flight,
+                on_refusal=partial(self._limited, s.server_name),
+                overrides=self.identity_limits,
+            )
+        return TraceHeaders(app)
+
+    def auth_refused(self, reason: str) -> None:
+        if self.metrics is not None:
+            self.metrics.auth_failed(reason)
+
+    def reopen_audit_log(self) -> None:
+        if self.audit is not None:
+            self.audit.request_reopen()
+
+    def close(self) -> None:
+        if self.audit is not None:
+            self.audit.close()
+
+    async def metrics_route(self, request: Request) -> Response:
+        """`GET /metrics` as a Starlette route (a single server registers it on its app)."""
+        from mcp_batteries._ops.metrics import CONTENT_TYPE
+
+        assert self.metrics is not None
+        return Response(
+            self.metrics.exposition(), headers={"content-type": CONTENT_TYPE, "cache-control": "no-store"}
+        )
+
+    async def metrics_app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """`GET /metrics` in the Prometheus text format."""
+        if self.metrics is None or scope.get("method") not in ("GET", "HEAD"):
+            status, body, kind = (404 if self.metrics is None else 405), b"", b"text/plain"
+        else:
+            from mcp_batteries._ops.metrics import CONTENT_TYPE
+
+            status, body, kind = 200, self.metrics.exposition(), CONTENT_TYPE.encode()
+        headers = [
+            (b"content-type", kind),
+            (b"content-length", str(len(body)).encode()),
+            (b"cache-control", b"no-store"),
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body if scope.get("method") != "HEAD" else b""})
+
+    # -- readings -------------------------------------------------------------------------------
+    def _sessions(self) -> Iterable[tuple[str, float]]:
+        for label, server, _ in self._servers:
+            if server.settings.stateless:
+                yield label, 0.0
+                continue
+            try:
+                yield label, float(sdk.open_sessions(server.mcp.session_manager))
+            except Exception:  # not serving yet (the bundle's mount still starting)
+                yield label, 0.0
+
+    def _event_bytes(self) -> Iterable[tuple[str, float]]:
+        for label, _, read in self._servers:
+            yield label, float(read() if read is not None else 0)
+
+    def _limited(self, server: str, limit: str) -> None:
+        if self.metrics is not None:
+            self.metrics.limited.labels(server, limit).inc()
+
+    def _write_audit(self, record: dict[str, Any]) -> None:
+        assert self.audit is not None
+        try:
+            self.audit.write(record)
+        except OSError as exc:
+            # The call has happened either way: answer it, and say loudly what the trail lacks.
+            logger.error(
+                "could not write the audit line for %s:%s by %s: %s",
+                record["server"],
+                record["tool"],
+                record["caller"],
+                exc,
+            )
+
+    # -- the middleware -------------------------------------------------------------------------
+    async def _observe(self, server: BatteriesServer, label: str, ctx: Any, call_next: Any) -> Any:
+        metrics = self.metrics
+        if ctx.method != "tools/call":
+            if metrics is not None and ctx.request_id is not None:
+                metrics.request(label, ctx.method)
+            return await call_next(ctx)
+        params = ctx.params or {}
+        name = params.get("name")
+        name = name if isinstance(name, str) else ""
+        known = sdk.has_tool(server.mcp, name)
+        tool = name if known else "unknown"  # a label: only names the server registered
+        caller = current_caller()
+        audited = self.audit is not None and (self.audit_all or name in server.writing_tools)
+        changes = collecting_changes() if audited else None
+        outcome = "error"
+        started = time.perf_counter()
+        in_flight = metrics.calls_in_flight(label) if metrics is not None else None
+        if in_flight is not None:
+            in_flight.inc()
+        try:
+            result = await call_next(ctx)
+            outcome = _result_outcome(result)
+            return result
+        except MCPError as exc:
+            outcome = _code_outcome(exc.error.code)
+            if outcome == "invalid_params" and known and not server.mcp.may_call(caller, name):
+                outcome = "denied"
+            raise
+        except anyio.get_cancelled_exc_class():
+            outcome = "cancelled"
+            raise
+        except Exception:
+            outcome = "internal_error"
+            raise
+        finally:
+            elapsed = time.perf_counter() - started
+            if metrics is not None and in_flight is not None:
+                in_flight.dec()
+                metrics.tool_call(label, tool, outcome, elapsed)
+            span = trace.get_current_span()
+            if span.is_recording():
+                span.set_attributes(
+                    {
+                        "mcp.server": label,
+                        "mcp.tool": tool,
+                        "mcp.outcome": outcome,
+                        "enduser.id": caller.subject,
+                    }
+                )
+            if audited and self.audit is not None:
+                arguments = params.get("arguments") or {}
+                traced = current_trace()
+                self._write_audit(
+                    {
+                        "time": now_iso(),
+                        "caller": caller.subject,
+                        "caller_name": caller.name,
+                        "server": label,
+                        "tool": scrub(name[:MAX_AUDITED_NAME]),
+                        "arguments_sha256": arguments_digest(arguments),
+                        "arguments": shown_arguments(arguments),
+                        "outcome": outcome,
+                        "duration_ms": round(elapsed * 1000, 3),
+                        "trace_id": traced.trace_id if traced is not None else None,
+                        "changes": changes or [],
+                    }
+                )
+
+
+def _result_outcome(result: Any) -> str:
+    if isinstance(result, dict):
+        if result.get("isError") is True:
+            return "tool_error"
+        return "task" if "task" in result else "ok"
+    if getattr(result, "is_error", False) is True:
+        return "tool_error"
+    return "task" if getattr(result, "task", None) is not None else "ok"
+
+
+def _code_outcome(code: int) -> str:
+    if code == INVALID_PARAMS:
+        return "invalid_params"
+    return "internal_error" if code == INTERNAL_ERROR else "error"
