@@ -220,7 +220,11 @@ class StdioTransport:
                     tg.start_soon(self._read, read_send)
                     tg.start_soon(self._write, write_receive, read_send)
                     await sdk.serve_connection(mcp, read_receive, write_send)
-                    tg.cancel_scope.cancel()
+                    # The SDK has sent its last message (among them the answers to the calls it
+                    # cancelled): let the writer finish what it holds, within a bound, rather
+                    # than cancel a write in progress, which could lose those answers.
+                    write_send.close()
+                    tg.cancel_scope.deadline = anyio.current_time() + STDIO_SHUTDOWN_GRACE_S
             watch.cancel_scope.cancel()
 
     # -- stopping -------------------------------------------------------------------------------
