@@ -316,10 +316,13 @@ function init(args)
 end
 
 if #sessions > 0 then
+  -- Requests in flight on one session need distinct JSON-RPC ids (the SDK keys its streams by
+  -- id): each thread numbers its own, and threads hold disjoint sessions.
+  local before_id, after_id = string.match(wrk.body, '^(.-"id":)1(,.*)$')
   function request()
     turn = turn + 1
     wrk.headers["Mcp-Session-Id"] = mine[(turn %% #mine) + 1]
-    return wrk.format()
+    return wrk.format(nil, nil, nil, before_id .. turn .. after_id)
   end
 end
 
@@ -327,7 +330,7 @@ function response(status, headers, body)
   local wrong = not string.find(body, expected, 1, true) or string.find(body, '"isError":true', 1, true)
   if status ~= 200 or wrong then
     bad = bad + 1
-    if sample == "" then sample = status .. " " .. string.sub(body, 1, 200) end
+    if sample == "" then sample = status .. " " .. string.gsub(string.sub(body, 1, 200), '[%%c"\\]', " ") end
   end
 end
 
@@ -341,7 +344,7 @@ function done(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
     'JSON {"requests":%%d,"duration_us":%%d,"bad":%%d,"socket_errors":%%d,' ..
-    '"p50_us":%%d,"p99_us":%%d,"sample":%%q}\n',
+    '"p50_us":%%d,"p99_us":%%d,"sample":"%%s"}\n',
     summary.requests, summary.duration, total_bad, e.connect + e.read + e.write + e.timeout,
     latency:percentile(50), latency:percentile(99), first))
 end
