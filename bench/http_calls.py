@@ -447,6 +447,11 @@ def run_mode(
             check_one_call(server, mode)
             scripts[server.target.name] = write_lua(server, mode, work)
             run_wrk(server, scripts[server.target.name], args.connections, args.threads, args.warmup)
+        if args.profile:
+            for server in running:
+                if server.target.name != "ts":
+                    profile(server, mode, scripts[server.target.name], args)
+            return {}
         for round_ in range(args.rounds):
             for server in running if round_ % 2 == 0 else list(reversed(running)):
                 cell = run_wrk(
@@ -462,6 +467,62 @@ def run_mode(
                         flush=True,
                     )
     return {name: median_cell(found) for name, found in cells.items()}
+
+
+#: Where a sample's innermost frame is, by the file it is in (first match wins).
+PROFILE_GROUPS = (
+    ("mcp_batteries, mcp_filesystem (ours)", ("(mcp_batteries/", "(mcp_filesystem/")),
+    ("uvicorn + h11", ("(uvicorn/", "(h11/")),
+    ("sse_starlette", ("(sse_starlette/",)),
+    ("starlette", ("(starlette/",)),
+    ("mcp SDK", ("(mcp/",)),
+    ("pydantic", ("(pydantic/", "(pydantic_core/", "(<pydantic")),
+    ("anyio", ("(anyio/",)),
+    ("asyncio + selectors", ("(asyncio/", "(selectors.py")),
+    ("opentelemetry", ("(opentelemetry/",)),
+)
+
+
+def profile(server: Running, mode: str, lua: Path, args: argparse.Namespace) -> None:
+    """One measured run under py-spy (raw stacks in bench/.work/http/); where the time goes."""
+    out = BENCH_DIR / ".work" / "http" / f"profile-{server.target.name}-{mode}.txt"
+    spy = subprocess.Popen(
+        [
+            *(args.profile, "record", "--format", "raw", "--rate", "250", "--nonblocking", "-o", str(out)),
+            *("-d", str(round(args.seconds)), "-p", str(server.process.pid)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    cell = run_wrk(server, lua, args.connections, args.threads, args.seconds)
+    spy.wait()
+    own: dict[str, int] = {}
+    inclusive: dict[str, int] = {}
+    total = 0
+    for line in out.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        count = int(count_text)
+        frames = stack.split(";")
+        if not frames or "select (selectors.py" in frames[-1] or "epoll" in frames[-1]:
+            continue  # idle: waiting for the network
+        total += count
+        leaf = frames[-1]
+        group = next((g for g, marks in PROFILE_GROUPS if any(m in leaf for m in marks)), "")
+        group = group or ("other stdlib" if re.search(r"\(\w+(/\w+)*\.py:", leaf) else "other")
+        own[group] = own.get(group, 0) + count
+        seen: set[str] = set()
+        for frame in frames:
+            name = frame.split(" (")[0]
+            if name not in seen:
+                seen.add(name)
+                inclusive[name] = inclusive.get(name, 0) + count
+    print(f"\n  profile {server.target.name} {mode}: {cell.calls_per_s:.0f} calls/s under py-spy; {out}")
+    print("  busy samples by the innermost frame's package:")
+    for group, count in sorted(own.items(), key=lambda item: -item[1]):
+        print(f"    {100 * count / max(1, total):5.1f} %  {group}")
+    print("  functions by inclusive share (top 25):")
+    for name, count in sorted(inclusive.items(), key=lambda item: -item[1])[:25]:
+        print(f"    {100 * count / max(1, total):5.1f} %  {name}")
 
 
 def format_report(results: dict[str, dict[str, Cell]], args: argparse.Namespace) -> str:
@@ -509,6 +570,12 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=None, help="measured runs per cell (default 3; quick 1)"
     )
+    parser.add_argument(
+        "--profile",
+        metavar="PY_SPY",
+        default=None,
+        help="path of a py-spy binary: profile one run of each Python server per mode instead",
+    )
     parser.add_argument("--json", type=Path, default=None, help="write the medians here")
     parser.add_argument("-q", "--quiet", action="store_true")
     args = parser.parse_args()
@@ -542,6 +609,8 @@ def main() -> None:
             results[mode] = run_mode(mode, chosen, args, work, env)
     finally:
         shutil.rmtree(tree, ignore_errors=True)
+    if args.profile:
+        return
     print()
     print(format_report(results, args))
     if args.json:
