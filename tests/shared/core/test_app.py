@@ -208,3 +208,33 @@ async def test_services_open_once_for_overlapping_clients_and_close_after_the_la
         await first.list_tools()
         assert events == ["open"]
     assert events == ["open", "close"]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_tool_declared_cheap_runs_on_the_event_loop_and_keeps_its_schema(era: Era) -> None:
+    import threading
+
+    server = build_demo()
+    threads: dict[str, int] = {}
+
+    @server.tool(title="Cheap", read_only=True, cheap=True)
+    def cheap(word: str, times: int = 1) -> str:
+        """No I/O: formats its arguments."""
+        threads["cheap"] = threading.get_ident()
+        return word * times
+
+    @server.tool(title="Plain", read_only=True)
+    def plain() -> str:
+        """A plain function not declared cheap: the SDK runs it in a worker thread."""
+        threads["plain"] = threading.get_ident()
+        return "plain"
+
+    async with connect(server.mcp, era) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        result = await client.call_tool("cheap", {"word": "ab", "times": 2})
+        await client.call_tool("plain", {})
+    assert result.content[0].text == "abab"
+    assert set(tools["cheap"].input_schema["properties"]) == {"word", "times"}
+    assert tools["cheap"].input_schema["required"] == ["word"]
+    assert threads["cheap"] == threading.get_ident()  # the test's event loop thread
+    assert threads["plain"] != threading.get_ident()

@@ -215,3 +215,30 @@ def test_request_owner_is_the_credential_the_session_manager_compares() -> None:
     user = AuthenticatedUser(access_token_for(Caller(subject="u:1", name="one", source="tokens-file"), "t"))
     assert sdk.request_owner({"type": "http", "user": user}) == authorization_context(user)
     assert sdk.request_owner({"type": "http"}) is None
+
+
+async def test_the_reply_form_is_chosen_per_request_before_the_manager_reads_it() -> None:
+    import inspect
+
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    # `json_response` is read before the request's first suspension: when a stateless request's
+    # transport is built, and when a 2026-07-28 request is handed to `handle_modern_request`.
+    for name, reader in (
+        ("_handle_stateless_request", "StreamableHTTPServerTransport("),
+        ("_handle_request", "await handle_modern_request("),
+    ):
+        source = inspect.getsource(getattr(StreamableHTTPSessionManager, name))
+        before = source.split(reader)[0]
+        assert "await " not in before.split('"""')[-1], f"{name} may suspend before it reads json_response"
+        assert "self.json_response" in source.split(reader)[1][:400]
+    server: MCPServer[Any] = MCPServer("pin")
+    server.streamable_http_app(event_store=None)
+    manager = server.session_manager
+    assert manager.asgi_app.app == manager._handle_request  # the entry behind the body limit
+    sdk.answer_single_replies_with_json(manager, lambda scope: bool(scope.get("want_json")))
+    assert manager.asgi_app.app != manager._handle_request
+    manager.json_response = True  # left by a 2026-07-28 request: a new session still streams
+    async with manager.run():
+        admitted = manager._admit_session(None)
+        assert admitted is not None and admitted.is_json_response_enabled is False

@@ -28,6 +28,12 @@ class Calls:
         scope = await self._roots.effective(ctx.session)
         return await in_thread(fn, Job(scope, tidy=self._tidy), *args)
 
+    async def inline(self, ctx: Any, fn: Callable[..., T], /, *args: Any) -> T:
+        """A call with no I/O (it formats what the server already holds), on the event loop: a
+        worker-thread hop costs more than the call itself (bench/http_calls.py)."""
+        scope = await self._roots.effective(ctx.session)
+        return fn(Job(scope, tidy=self._tidy), *args)
+
     async def long(self, ctx: Any, fn: Callable[..., T], /, *args: Any) -> T:
         """A walk or a search: reports progress, and stops when the request is cancelled."""
         scope = await self._roots.effective(ctx.session)

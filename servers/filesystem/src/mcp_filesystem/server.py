@@ -411,7 +411,7 @@ def build_server(settings: FilesystemSettings) -> BatteriesServer:
     @server.tool(title="List allowed directories", read_only=True, structured_output=False)
     async def list_allowed_directories(ctx: Context[Any, Any]) -> str:
         """The directories this server may access. Call this first to learn where you can work."""
-        return await calls.quick(ctx, tools.list_allowed_directories)
+        return await calls.inline(ctx, tools.list_allowed_directories)
 
     # -- resources -------------------------------------------------------------------------
     @server.resource(

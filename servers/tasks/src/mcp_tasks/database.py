@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from mcp_batteries.errors import ConfigError
 
 from mcp_tasks import schema
 from mcp_tasks.backend import Backend, Tx
-from mcp_tasks.postgres_backend import PostgresBackend, PostgresTx
 from mcp_tasks.sqlite_backend import SQLiteBackend
+
+if TYPE_CHECKING:
+    from mcp_tasks.postgres_backend import PostgresTx
 
 logger = logging.getLogger(__name__)
 
@@ -21,6 +24,9 @@ async def open_backend(
     """Open SQLite (`sqlite_path`) or PostgreSQL (`database_url`) and migrate it to `schema.LATEST`."""
     backend: Backend
     if database_url:
+        # asyncpg only when PostgreSQL is used: a SQLite server starts without it.
+        from mcp_tasks.postgres_backend import PostgresBackend
+
         backend = await PostgresBackend.open(database_url, statement_timeout=max(busy_timeout, 1.0))
     elif sqlite_path is not None:
         backend = await SQLiteBackend.open(sqlite_path, busy_timeout=busy_timeout)
@@ -39,8 +45,8 @@ async def open_backend(
 async def migrate(backend: Backend, *, target: int = schema.LATEST) -> int:
     """Upgrade the schema to `target` in one exclusive transaction; returns the version found."""
     async with backend.write() as tx:
-        if isinstance(tx, PostgresTx):
-            await tx.lock_migrations()
+        if tx.dialect == "postgresql":
+            await cast("PostgresTx", tx).lock_migrations()
             await tx.execute(f"CREATE SCHEMA IF NOT EXISTS {schema.PG_SCHEMA}")
             await tx.execute(f"SET LOCAL search_path TO {schema.PG_SCHEMA}")
         await tx.execute(schema.create_meta(tx.dialect))

@@ -20,15 +20,17 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp_batteries.live import Changes, Hits, LiveResources, WatchTarget
 
 from mcp_tasks.changes import ChangeSet
-from mcp_tasks.postgres_backend import PostgresBackend
 from mcp_tasks.service import TasksService
 from mcp_tasks.store import TaskStore
+
+if TYPE_CHECKING:
+    from mcp_tasks.postgres_backend import PostgresBackend
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +107,8 @@ class TasksLive:
     async def _listening(self) -> AsyncIterator[None]:
         send, receive = anyio.create_memory_object_stream[str](QUEUE)
         async with anyio.create_task_group() as tg:
+            from mcp_tasks.postgres_backend import PostgresBackend  # asyncpg: PostgreSQL only
+
             backend = self._service.store.backend
             assert isinstance(backend, PostgresBackend)
             ready = anyio.Event()

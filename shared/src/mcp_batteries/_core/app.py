@@ -9,6 +9,7 @@ and `notify_*` methods that reach every interested client of both protocol eras.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import logging
@@ -280,6 +281,22 @@ class _ServiceHost:
     failure: BaseException | None = None
 
 
+def on_the_loop(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` as a coroutine function, so the SDK calls it on the event loop, not in a worker thread.
+
+    The signature and annotations stay `fn`'s (`functools.wraps`), so the arguments' schema, the
+    `Context` parameter and the output schema are the same. A coroutine function is returned as is.
+    """
+    if inspect.iscoroutinefunction(fn):
+        return fn
+
+    @functools.wraps(fn)
+    async def inline(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return inline
+
+
 class BatteriesServer:
     """An MCP server with MCP Batteries' conventions; server modules only register on it."""
 
@@ -383,6 +400,7 @@ class BatteriesServer:
         paging: str | None = None,
         task_support: TaskSupport = "forbidden",
         confirm: Callable[..., Any] | None = None,
+        cheap: bool = False,
     ) -> Callable[[F], F]:
         """Register a tool unless read-only mode or the operator's tool lists exclude it.
 
@@ -400,6 +418,10 @@ class BatteriesServer:
         (`mcp_batteries._core.confirm`): `describe` takes the tool's arguments by name (and the
         `Context` if it wants) and says what the call would destroy, or None; the tool's one
         parameter annotated `Consent` says whether to go ahead, by the operator's `--confirm`.
+
+        `cheap=True`: a plain (`def`) function that does no I/O and returns in microseconds runs
+        on the event loop; without it the SDK hands every call of a plain function to a worker
+        thread, which costs more than such a tool's work (`bench/http_calls.py`).
         """
 
         def register(fn: F) -> F:
@@ -423,8 +445,9 @@ class BatteriesServer:
                     Consent, Confirm(confirm, tool_name, policy)
                 ]
                 self.confirming_tools[tool_name] = policy
+            served: Callable[..., Any] = on_the_loop(fn) if cheap else fn
             self.mcp.add_tool(
-                announcing(fn) if task_support != "forbidden" else fn,
+                announcing(served) if task_support != "forbidden" else served,
                 name=tool_name,
                 title=title,
                 # The model reads this: the docstring without its source indentation.

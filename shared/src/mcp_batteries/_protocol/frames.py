@@ -51,6 +51,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "FRAME_SCOPE_KEY",
     "MAX_DEPTH",
     "Accepted",
     "FrameGuard",
@@ -79,6 +80,10 @@ _NOT_UNICODE_HINT = (
     "send text as UTF-8; a name that is not valid UTF-8 is shown, and accepted back, "
     'in its C-quoted form, e.g. "bad\\377name.txt"'
 )
+
+
+#: The ASGI scope key under which `FrameGuard` leaves the accepted message for the layers inside.
+FRAME_SCOPE_KEY = "mcp_batteries.frame"
 
 
 @dataclass(frozen=True)
@@ -520,6 +525,7 @@ class FrameGuard:
         if verdict.rewritten:
             encoded = encode_message(verdict.message)
             body = encoded if isinstance(encoded, bytes) else body
+        scope[FRAME_SCOPE_KEY] = verdict.message  # parsed once: what the layers inside may look at
         await self.app(scope, _replay([body], None, receive), send)
 
     def _applies(self, scope: Scope) -> bool:

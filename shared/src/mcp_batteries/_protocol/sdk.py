@@ -297,6 +297,39 @@ def use_session_event_stores(manager: StreamableHTTPSessionManager, stores: Sess
     manager._discard_session = discard_and_drop_store  # type: ignore[method-assign]
 
 
+def answer_single_replies_with_json(
+    manager: StreamableHTTPSessionManager, single_reply: Callable[[Scope], bool]
+) -> None:
+    """Answer the requests `single_reply` picks with one `application/json` body, the rest with SSE.
+
+    The manager has one `json_response` flag for every request (public). It is read when a
+    stateless request's transport is built and when a 2026-07-28 request is dispatched, in both
+    cases before the request's first suspension once `_handle_request` is entered; so setting it
+    just before, per request, holds for that request alone. That entry is `asgi_app.app` (private:
+    `_handle_request` behind `RequestBodyLimitMiddleware`, which reads the body first and so may
+    suspend). A stateful session's transport outlives its opening request and carries server
+    requests and notifications for every call: it always answers with SSE (private:
+    `_admit_session`, the transport's `is_json_response_enabled`).
+    """
+    limit = manager.asgi_app
+    handle = limit.app
+
+    async def choose_then_handle(scope: Scope, receive: Receive, send: Send) -> None:
+        manager.json_response = single_reply(scope)
+        await handle(scope, receive, send)
+
+    limit.app = choose_then_handle
+    admit = manager._admit_session
+
+    def admit_streaming(requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
+        transport = admit(requestor)
+        if transport is not None:
+            transport.is_json_response_enabled = False
+        return transport
+
+    manager._admit_session = admit_streaming  # type: ignore[method-assign]
+
+
 def open_sessions(manager: StreamableHTTPSessionManager) -> int:
     """How many stateful sessions the manager tracks (private: `_server_instances`)."""
     return len(manager._server_instances)
