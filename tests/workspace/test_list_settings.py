@@ -34,6 +34,8 @@ def sample(field: str, tmp_path: Path) -> list[str]:
         return [f"one=sqlite:///{tmp_path / 'one.db'}", f"two=sqlite:///{tmp_path / 'two.db'}"]
     if field in ("tools", "disable_tools"):
         return ["alpha", "beta"]
+    if field == "confirm_tools":
+        return ["write_file=never", "delete_path=destructive"]
     if field == "allowed_origins":
         return ["https://one.example.com", "https://two.example.com"]
     if field == "allowed_hosts":
