@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx2
 import pytest
 from mcp_batteries._ops.audit import AuditLog, arguments_digest, shown_arguments
-from mcp_batteries.testing import connect_http, http_server, write_private
+from mcp_batteries.testing import connect_http, http_server, legacy_subscribe, write_private
 from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = pytest.mark.anyio
@@ -136,3 +136,31 @@ async def test_an_oauth_permissions_claim_narrows_the_tools_and_a_malformed_one_
                 )
     assert names == {"read_text_file", "read_file", "read_multiple_files"}
     assert refused.status_code == 401 and "mcp_permissions" in refused.headers["www-authenticate"]
+
+
+async def test_metrics_show_the_paths_watched_for_subscriptions_and_the_os_watches(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name in ("a.txt", "b.txt"):
+        (tree / name).write_text(name)
+
+    def watched(text: str) -> dict[str, float]:
+        return {
+            sample.name: sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name in ("mcp_watched_paths", "mcp_os_watches")
+            and sample.labels == {"server": "filesystem"}
+        }
+
+    async with http_server("mcp-batteries-filesystem", str(tree)) as running:
+        metrics = running.url.rsplit("/", 1)[0] + "/metrics"
+        async with httpx2.AsyncClient() as http, connect_http(running.url, "legacy") as client:
+            idle = watched((await http.get(metrics)).text)
+            await legacy_subscribe(client, (tree / "a.txt").as_uri())
+            await legacy_subscribe(client, (tree / "b.txt").as_uri())
+            busy = watched((await http.get(metrics)).text)
+    # A legacy session wants resources/list_changed: the tree is watched from the start.
+    assert idle == {"mcp_watched_paths": 1.0, "mcp_os_watches": 1.0}
+    # Two files more, covered by the tree's one OS watch.
+    assert busy == {"mcp_watched_paths": 3.0, "mcp_os_watches": 1.0}

@@ -68,6 +68,16 @@ class Ops:
             self.metrics.add_reading(
                 "mcp_event_store_bytes", "Bytes kept for resumable event streams.", self._event_bytes
             )
+            self.metrics.add_reading(
+                "mcp_watched_paths",
+                "Files and directories watched for live resources (subscribed and listed).",
+                partial(self._watched, 0),
+            )
+            self.metrics.add_reading(
+                "mcp_os_watches",
+                "OS file watches (directories or trees) covering the watched paths.",
+                partial(self._watched, 1),
+            )
         self.audit: AuditLog | None = None
         if settings.audit_log is not None:
             self.audit = AuditLog(
@@ -151,6 +161,10 @@ class Ops:
     def _event_bytes(self) -> Iterable[tuple[str, float]]:
         for label, _, read in self._servers:
             yield label, float(read() if read is not None else 0)
+
+    def _watched(self, which: int, /) -> Iterable[tuple[str, float]]:
+        for label, server, _ in self._servers:
+            yield label, float(sum(read()[which] for read in server.watch_readings))
 
     def _limited(self, server: str, limit: str) -> None:
         if self.metrics is not None:
