@@ -4,6 +4,7 @@
     ops.attach(server, event_bytes=...)          # a middleware around every request of `server`
     endpoint = ops.wrap(endpoint, server)        # limits and traceparent, inside the sign-in
     ops.metrics_app                              # GET /metrics, behind the sign-in
+    ops.start_metrics_listener()                 # --metrics-port: /metrics without sign-in
 
 The middleware runs inside the SDK's OpenTelemetry span (it is second in the SDK's chain, so
 what it sees is what the client gets): for a tool call it times the call, counts it by server,
@@ -34,6 +35,7 @@ from mcp_batteries._ops.tracing import TraceHeaders
 from mcp_batteries._protocol import sdk
 from mcp_batteries._protocol.trace import current_trace
 from mcp_batteries._safety.names import scrub
+from mcp_batteries.errors import ConfigError
 
 if TYPE_CHECKING:
     from mcp_batteries._core.app import BatteriesServer
@@ -84,6 +86,11 @@ class Ops:
                 settings.audit_log, fsync=settings.audit_fsync, max_bytes=settings.audit_max_bytes
             )
         self.audit_all = settings.audit_all
+        if settings.metrics_port is not None and self.metrics is None:
+            raise ConfigError("--metrics-port serves the metrics, which --no-metrics turned off: drop one")
+        self._listener: Any = None
+        #: (host, port) of the `--metrics-port` listener while it runs.
+        self.metrics_address: tuple[str, int] | None = None
         self._servers: list[tuple[str, BatteriesServer, Callable[[], int] | None]] = []
 
     # -- wiring ---------------------------------------------------------------------------------
@@ -118,7 +125,36 @@ class Ops:
         if self.audit is not None:
             self.audit.request_reopen()
 
+    def start_metrics_listener(self) -> tuple[str, int] | None:
+        """With `--metrics-port`: serve the metrics, without sign-in, on their own listener (the
+        client library's threaded server; a scrape reads counters and sizes, which is safe from
+        its thread). Returns the (host, port) it listens on, or None when not asked."""
+        s = self.settings
+        if s.metrics_port is None or self.metrics is None or self._listener is not None:
+            return None
+        from prometheus_client import start_http_server
+
+        try:
+            self._listener, _ = start_http_server(
+                s.metrics_port, addr=s.metrics_host, registry=self.metrics.registry
+            )
+        except OSError as exc:
+            raise ConfigError(
+                f"--metrics-host {s.metrics_host} --metrics-port {s.metrics_port}: cannot listen there "
+                f"({exc.strerror or exc}); choose another --metrics-port, or 0 for any free one"
+            ) from None
+        self.metrics_address = (s.metrics_host, int(self._listener.server_port))
+        return self.metrics_address
+
+    def stop_metrics_listener(self) -> None:
+        self.metrics_address = None
+        if self._listener is not None:
+            listener, self._listener = self._listener, None
+            listener.shutdown()
+            listener.server_close()
+
     def close(self) -> None:
+        self.stop_metrics_listener()
         if self.audit is not None:
             self.audit.close()
 
