@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from mcp_batteries._core.settings import ServerSettings
     from mcp_batteries._ops.metrics import Metrics
 
-__all__ = ["Ops"]
+__all__ = ["Ops", "attach_span_names"]
 
 logger = logging.getLogger(__name__)
 
@@ -260,16 +260,7 @@ class Ops:
             if metrics is not None and in_flight is not None:
                 in_flight.dec()
                 metrics.tool_call(label, tool, outcome, elapsed)
-            span = trace.get_current_span()
-            if span.is_recording():
-                span.set_attributes(
-                    {
-                        "mcp.server": label,
-                        "mcp.tool": tool,
-                        "mcp.outcome": outcome,
-                        "enduser.id": caller.subject,
-                    }
-                )
+            _name_span(label, tool, outcome, caller.subject)
             if audited and self.audit is not None:
                 arguments = params.get("arguments") or {}
                 traced = current_trace()
@@ -288,6 +279,48 @@ class Ops:
                         "changes": changes or [],
                     }
                 )
+
+
+def attach_span_names(server: BatteriesServer) -> None:
+    """Name the server, tool, outcome and caller on the SDK's span of each tool call, without
+    the rest of `Ops`: for stdio, where spans are exported but nothing is counted or audited."""
+    server.mcp.middleware.insert(1, partial(_name_spans, server, server.settings.server_name))
+
+
+async def _name_spans(server: BatteriesServer, label: str, ctx: Any, call_next: Any) -> Any:
+    if ctx.method != "tools/call":
+        return await call_next(ctx)
+    params = ctx.params or {}
+    name = params.get("name")
+    name = name if isinstance(name, str) else ""
+    known = sdk.has_tool(server.mcp, name)
+    caller = current_caller()
+    outcome = "error"
+    try:
+        result = await call_next(ctx)
+        outcome = _result_outcome(result)
+        return result
+    except MCPError as exc:
+        outcome = _code_outcome(exc.error.code)
+        if outcome == "invalid_params" and known and not server.mcp.may_call(caller, name):
+            outcome = "denied"
+        raise
+    except anyio.get_cancelled_exc_class():
+        outcome = "cancelled"
+        raise
+    except Exception:
+        outcome = "internal_error"
+        raise
+    finally:
+        _name_span(label, name if known else "unknown", outcome, caller.subject)
+
+
+def _name_span(server: str, tool: str, outcome: str, caller: str) -> None:
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.set_attributes(
+            {"mcp.server": server, "mcp.tool": tool, "mcp.outcome": outcome, "enduser.id": caller}
+        )
 
 
 def _result_outcome(result: Any) -> str:
