@@ -87,3 +87,32 @@ async def test_git_tools_report_commits_branches_staged_files_and_pushes(tmp_pat
         "from": None,
         "to": commit,
     }
+
+
+async def test_a_pull_is_reported_as_branches_moved_not_as_commits_made_here(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    seed = make_repository(tmp_path / "seed", {"file.txt": "one\n"})
+    origin = work / "origin.git"
+    run_git(tmp_path, "clone", "--quiet", "--bare", str(seed), str(origin))
+    ours, theirs = work / "ours", work / "theirs"
+    for clone in (ours, theirs):
+        run_git(work, "clone", "--quiet", str(origin), str(clone))
+    old = run_git(theirs, "rev-parse", "HEAD").strip()
+    (ours / "file.txt").write_text("one\ntwo\n")
+    run_git(ours, "commit", "-qam", "two")
+    run_git(ours, "push", "--quiet", "origin", "main")
+    new = run_git(ours, "rev-parse", "HEAD").strip()
+    audit = tmp_path / "audit.jsonl"
+    args = (str(work), "--allow-network", "--no-watch", "--audit-log", str(audit))
+    async with (
+        http_server("mcp-batteries-git", *args) as running,
+        connect_http(running.url, "legacy") as client,
+    ):
+        assert not (await client.call_tool("git_pull", {"repo_path": str(theirs)})).is_error
+    (line,) = audit_lines(audit)
+    repo = {"repository": line["changes"][0]["repository"]}
+    assert sorted(line["changes"], key=lambda change: change["action"]) == [
+        {"action": "update_branch", **repo, "branch": "main", "from": old, "to": new},
+        {"action": "update_remote_branch", **repo, "ref": "origin/main", "from": old, "to": new},
+    ]
