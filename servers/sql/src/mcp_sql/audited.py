@@ -51,6 +51,10 @@ def _objects(tree: exp.Expression | None, dialect: str) -> list[dict[str, Any]]:
         target = tree.this
         if isinstance(target, exp.Schema):  # CREATE TABLE t (columns...): the table is inside
             target = target.this
+        if isinstance(target, exp.Index):  # CREATE INDEX ix ON t (...): the index, and its table
+            on = target.args.get("table")
+            created = {"action": "create", "object": kind, "name": _name(target.this, dialect)}
+            return [created if on is None else {**created, "table": _name(on, dialect)}]
         return [{"action": "create", "object": kind, "name": _name(target, dialect)}]
     if isinstance(tree, exp.Drop):
         kind = str(tree.args.get("kind") or "object").lower()
