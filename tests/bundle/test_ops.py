@@ -316,3 +316,27 @@ async def test_limits_differ_per_server_and_per_identity_as_the_bundle_file_says
     assert 429 in statuses["alice", "filesystem"]  # the top level: 1 call per second
     assert 429 not in statuses["alice", "sql"]  # [sql] rate_limit
     assert 429 not in statuses["normal", "filesystem"]  # [identities."user:normal"]
+
+
+async def test_metrics_port_serves_the_metrics_without_sign_in_on_a_listener_of_their_own(
+    tmp_path: Path, tree: Path
+) -> None:
+    top = f'tokens_file = "{tokens_file(tmp_path)}"\nmetrics_port = 0'
+    config = config_file(tmp_path, tree, top)
+    async with running_bundle("filesystem", "--config", str(config)) as bundle:
+        assert bundle.app.ops is not None and bundle.app.ops.metrics_address is not None
+        host, port = bundle.app.ops.metrics_address
+        async with connect_http(bundle.url("filesystem"), "legacy", token=ALICE) as alice:
+            await alice.call_tool("write_file", {"path": str(tree / "b.txt"), "content": "b"})
+        async with httpx2.AsyncClient() as http:
+            signed_out = await http.get(f"{bundle.base}/metrics")
+            private = await http.get(f"http://{host}:{port}/metrics")
+    assert host == "127.0.0.1"
+    assert signed_out.status_code == 401  # the main listener still asks for a token
+    assert private.status_code == 200
+    assert (
+        value(private.text, "mcp_tool_calls_total", server="filesystem", tool="write_file", outcome="ok") == 1
+    )
+    with pytest.raises(httpx2.TransportError):  # closed with the bundle
+        async with httpx2.AsyncClient() as http:
+            await http.get(f"http://{host}:{port}/metrics")

@@ -1,6 +1,7 @@
 """Traces from a real bundle, exported by OTLP/HTTP to a receiver this test serves on 127.0.0.1:
 the SDK's span for a tool call is the child of the caller's `traceparent` (HTTP header, or the
-request's `_meta`) and names the server, tool, outcome and caller."""
+request's `_meta`) and names the server, tool, outcome and caller; and the same names on a
+single server's spans over stdio."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from mcp_batteries.testing import MCP_POST_HEADERS
+from mcp_batteries.testing import MCP_POST_HEADERS, connect, stdio_params
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
@@ -148,6 +149,30 @@ def test_tool_call_spans_reach_an_otlp_receiver_parented_by_the_callers_trace(tm
         assert said["mcp.outcome"] == "ok"
         assert said["enduser.id"].startswith("local:")
         assert span.kind == Span.SPAN_KIND_SERVER
+
+
+def test_a_stdio_server_names_server_tool_outcome_and_caller_on_its_exported_spans(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    with otlp_receiver() as (endpoint, receiver):
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_BSP_SCHEDULE_DELAY": "50"}
+
+        async def calls() -> None:
+            async with connect(stdio_params("mcp-batteries-filesystem", str(tree), env=env), "legacy") as c:
+                meta = {"traceparent": f"00-{META_TRACE_ID}-{META_PARENT}-01"}
+                ok = await c.call_tool("list_allowed_directories", {}, meta=meta)  # type: ignore[arg-type]
+                failed = await c.call_tool("read_text_file", {"path": str(tree / "missing.txt")})
+                assert not ok.is_error and failed.is_error
+
+        anyio.run(calls)
+        spans = receiver.wait_for(2, timeout=30)
+    named = {attributes(span).get("mcp.tool"): span for span in spans if attributes(span).get("mcp.tool")}
+    listed, read = named["list_allowed_directories"], named["read_text_file"]
+    assert listed.trace_id.hex() == META_TRACE_ID and listed.parent_span_id.hex() == META_PARENT
+    assert attributes(listed)["mcp.outcome"] == "ok" and attributes(read)["mcp.outcome"] == "tool_error"
+    for span in (listed, read):
+        said = attributes(span)
+        assert said["mcp.server"] == "filesystem" and said["enduser.id"].startswith("local:")
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,8 @@ list or a resource it read, and whether across callers (`BatteriesServer.cache`)
 what a tool registered with `confirm=` gets: whether its user let it destroy what it would
 (`mcp_batteries._core.confirm`, docs/confirmation.md).
 `note_change(action=..., path=...)` tells the audit trail what the tool call being handled
-changed (docs/deploy.md#audit-trail); it does nothing when the call is not audited.
+changed (docs/deploy.md#audit-trail); it does nothing when the call is not audited, which
+`changes_wanted()` says beforehand (to skip working out what changed when nobody reads it).
 """
 
 from mcp.server.caching import CacheHint
@@ -20,7 +21,7 @@ from mcp.server.caching import CacheHint
 from mcp_batteries._core.app import BatteriesServer
 from mcp_batteries._core.confirm import Consent
 from mcp_batteries._core.identity import Caller, current_caller
-from mcp_batteries._ops.audit import note_change
+from mcp_batteries._ops.audit import changes_wanted, note_change
 from mcp_batteries._protocol.integers import MAX_SAFE_INTEGER, cursor_offset, whole_number
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "CacheHint",
     "Caller",
     "Consent",
+    "changes_wanted",
     "current_caller",
     "cursor_offset",
     "note_change",

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from pathlib import Path
 
 import httpx2
 import pytest
 from mcp_batteries._ops.audit import AuditLog, arguments_digest, shown_arguments
-from mcp_batteries.testing import connect_http, http_server, write_private
+from mcp_batteries.testing import connect_http, http_server, legacy_subscribe, write_private
 from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = pytest.mark.anyio
@@ -136,3 +137,64 @@ async def test_an_oauth_permissions_claim_narrows_the_tools_and_a_malformed_one_
                 )
     assert names == {"read_text_file", "read_file", "read_multiple_files"}
     assert refused.status_code == 401 and "mcp_permissions" in refused.headers["www-authenticate"]
+
+
+async def test_metrics_show_the_paths_watched_for_subscriptions_and_the_os_watches(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name in ("a.txt", "b.txt"):
+        (tree / name).write_text(name)
+
+    def watched(text: str) -> dict[str, float]:
+        return {
+            sample.name: sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name in ("mcp_watched_paths", "mcp_os_watches")
+            and sample.labels == {"server": "filesystem"}
+        }
+
+    async with http_server("mcp-batteries-filesystem", str(tree)) as running:
+        metrics = running.url.rsplit("/", 1)[0] + "/metrics"
+        async with httpx2.AsyncClient() as http, connect_http(running.url, "legacy") as client:
+            idle = watched((await http.get(metrics)).text)
+            await legacy_subscribe(client, (tree / "a.txt").as_uri())
+            await legacy_subscribe(client, (tree / "b.txt").as_uri())
+            busy = watched((await http.get(metrics)).text)
+    # A legacy session wants resources/list_changed: the tree is watched from the start.
+    assert idle == {"mcp_watched_paths": 1.0, "mcp_os_watches": 1.0}
+    # Two files more, covered by the tree's one OS watch.
+    assert busy == {"mcp_watched_paths": 3.0, "mcp_os_watches": 1.0}
+
+
+async def test_a_single_server_serves_metrics_without_sign_in_on_its_metrics_port(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    tokens = write_private(tmp_path / "tokens.toml", f'[[tokens]]\nuser = "writer"\ntoken = "{WRITER}"\n')
+    args = (str(tree), "--tokens-file", str(tokens), "--metrics-port", "0")
+    async with http_server("mcp-batteries-filesystem", *args) as running:
+        # Announced before the banner the kit waits for.
+        (metrics,) = re.findall(r"\(--metrics-port\): (http://\S+/metrics)", "\n".join(running.stderr_lines))
+        async with connect_http(running.url, "legacy", token=WRITER) as writer:
+            await writer.call_tool("write_file", {"path": str(tree / "w.txt"), "content": "w"})
+        async with httpx2.AsyncClient() as http:
+            private = await http.get(metrics)
+            signed_out = await http.get(running.url.rsplit("/", 1)[0] + "/metrics")
+    assert metrics.startswith("http://127.0.0.1:")
+    assert signed_out.status_code == 401 and private.status_code == 200
+    calls = [
+        sample
+        for family in text_string_to_metric_families(private.text)
+        for sample in family.samples
+        if sample.name == "mcp_tool_calls_total"
+    ]
+    assert [(s.labels["tool"], s.value) for s in calls] == [("write_file", 1.0)]
+
+
+def test_metrics_port_with_metrics_turned_off_is_a_configuration_mistake() -> None:
+    from mcp_batteries._core.settings import ServerSettings
+    from mcp_batteries._ops.observe import Ops
+    from mcp_batteries.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--no-metrics"):
+        Ops(ServerSettings(metrics=False, metrics_port=9100))

@@ -9,6 +9,8 @@ from pathlib import Path
 from mcp_batteries.errors import InvalidInput
 from mcp_batteries.safety import quote_path
 
+from mcp_git.audited import MAX_REPORTED_REFS as MAX_REPORTED_PATHS
+from mcp_git.audited import Report, ignore
 from mcp_git.checks import branch_name, resolve_commit, worktree_path
 from mcp_git.history import has_commits
 from mcp_git.repository import is_bare_repository, is_repository
@@ -23,9 +25,29 @@ def _paths(git: Git, paths: Sequence[str], what: str) -> list[str]:
     return [worktree_path(git.repository, p) for p in paths]
 
 
-def add(git: Git, files: Sequence[str]) -> str:
+def _reported_paths(paths: Sequence[str]) -> dict[str, object]:
+    shown: dict[str, object] = {"paths": list(paths[:MAX_REPORTED_PATHS])}
+    if len(paths) > MAX_REPORTED_PATHS:
+        shown["count"] = len(paths)
+    return shown
+
+
+def staged_paths(verbose: bytes) -> list[str]:
+    """The paths `git add --verbose` names (`add 'path'`, `remove 'path'`)."""
+    found = []
+    for line in verbose.decode("utf-8", "surrogateescape").splitlines():
+        verb, _, quoted = line.partition(" ")
+        if verb in ("add", "remove") and len(quoted) >= 2 and quoted[0] == quoted[-1] == "'":
+            found.append(quoted[1:-1])
+    return found
+
+
+def add(git: Git, files: Sequence[str], *, report: Report = ignore) -> str:
     relative = _paths(git, files, "files to stage")
     result = git.run(["add", "--verbose", "--", *relative], writes=True)
+    staged = staged_paths(result.stdout)
+    if staged:
+        report(action="stage", repository=git.repository.key, **_reported_paths(staged))
     if not result.stdout.strip():
         # `git add` exits 0 when it stages nothing (e.g. '.' on a clean tree).
         return (
@@ -63,7 +85,8 @@ def commit(git: Git, message: str) -> str:
     return f"Changes committed successfully with hash {sha}"
 
 
-def reset(git: Git) -> str:
+def reset(git: Git, *, report: Report = ignore) -> str:
+    report(action="unstage_all", repository=git.repository.key)
     if has_commits(git):
         git.run(["reset", "--quiet"], writes=True)
     else:  # nothing to reset to before the first commit: empty the index instead
@@ -71,12 +94,21 @@ def reset(git: Git) -> str:
     return "All staged changes reset"
 
 
-def restore(git: Git, paths: Sequence[str], *, staged: bool, source: str | None = None) -> str:
+def restore(
+    git: Git, paths: Sequence[str], *, staged: bool, source: str | None = None, report: Report = ignore
+) -> str:
     relative = _paths(git, paths, "paths to restore")
     args = ["restore", "--staged" if staged else "--worktree"]
-    if source:
-        args.append(f"--source={resolve_commit(git, source, 'source')}")
+    origin = resolve_commit(git, source, "source") if source else None
+    if origin:
+        args.append(f"--source={origin}")
     git.run([*args, "--", *relative], writes=True)
+    report(
+        action="unstage" if staged else "restore",
+        repository=git.repository.key,
+        **_reported_paths(relative),
+        source=origin,
+    )
     shown = ", ".join(quote_path(p) for p in relative[:10]) + (", ..." if len(relative) > 10 else "")
     if staged:
         return f"Unstaged {shown} (the working tree is unchanged)"

@@ -27,6 +27,7 @@ from pathlib import Path
 from mcp_batteries.errors import InvalidInput, NotFound
 from mcp_batteries.safety import quote_name, quote_path, redact_text, redact_url, unquote_name
 
+from mcp_git.audited import Report, ignore
 from mcp_git.checks import branch_name, check_remote_url, remote_name, rewritten_urls
 from mcp_git.hardening import STATIC_CONFIG, config_arguments, promisor_remotes, split_key
 from mcp_git.refs import effective_urls, remote_names
@@ -152,6 +153,7 @@ def push(
     set_upstream: bool = False,
     force_with_lease: bool = False,
     tags: bool = False,
+    report: Report = ignore,
 ) -> str:
     argument, local = _target(git, remote, areas)
     if branch:
@@ -169,5 +171,17 @@ def push(
         args.append(f"--force-with-lease=refs/heads/{name}")
     if tags:
         args.append("--follow-tags")
-    args += [argument, f"refs/heads/{name}:refs/heads/{name}"]
-    return _report("Pushed to", argument, git.run(args, writes=True, network=True, env=env))
+    refspec = f"refs/heads/{name}:refs/heads/{name}"
+    args += [argument, refspec]
+    done = _report("Pushed to", argument, git.run(args, writes=True, network=True, env=env))
+    pushed = git.run(["rev-parse", "--verify", "--quiet", f"refs/heads/{name}"], check=False)
+    report(
+        action="push",
+        repository=git.repository.key,
+        remote=redact_url(argument),
+        refs=[refspec],
+        commit=pushed.stdout.strip().decode("ascii", "replace") or None,
+        force_with_lease=force_with_lease,
+        follow_tags=tags,
+    )
+    return done

@@ -20,10 +20,10 @@ from mcp.types import (
 )
 from mcp_batteries.errors import InvalidInput
 from mcp_batteries.live import LiveResources, RootsTracker
-from mcp_batteries.server import BatteriesServer, CacheHint, Consent
+from mcp_batteries.server import BatteriesServer, CacheHint, Consent, changes_wanted, note_change
 from pydantic import BaseModel, Field
 
-from mcp_git import changes, history, losses, network, prompts, refs, resources
+from mcp_git import audited, changes, history, losses, network, prompts, refs, resources
 from mcp_git.config import GitSettings
 from mcp_git.live import LiveRepositories
 from mcp_git.models import (
@@ -119,8 +119,11 @@ def build_server(settings: GitSettings) -> BatteriesServer:
     async def change(
         ctx: Context[Any, Any], repo_path: str | None, fn: Any, *args: Any, **kwargs: Any
     ) -> Any:
-        """`call` for tools that change a repository: its subscribers hear of it at once."""
+        """`call` for tools that change a repository: its subscribers hear of it at once, and an
+        audited call reports the refs it moved (`audited.recorded`)."""
         try:
+            if changes_wanted():
+                return await call(ctx, repo_path, audited.recorded, note_change, fn, *args, **kwargs)
             return await call(ctx, repo_path, fn, *args, **kwargs)
         finally:
             news = await source.recheck(live.subscribed, live.listing_wanted)
@@ -246,7 +249,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
     ) -> str:
         """Adds file contents to the staging area (new, modified and deleted files). Paths must
         stay inside the repository's working tree."""
-        text: str = await change(ctx, repo_path, changes.add, files)
+        text: str = await change(ctx, repo_path, changes.add, files, report=note_change)
         return text
 
     @server.tool(
@@ -259,7 +262,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
     async def git_reset(ctx: Context[Any, Any], repo_path: RepoArg = None) -> str:
         """Unstages all staged changes (the working tree keeps them). To unstage some paths only,
         use git_restore with staged=true."""
-        text: str = await change(ctx, repo_path, changes.reset)
+        text: str = await change(ctx, repo_path, changes.reset, report=note_change)
         return text
 
     @server.tool(
@@ -592,7 +595,9 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         Untracked files are not touched."""
         if not consent.go_ahead:
             return consent.refusal
-        text: str = await change(ctx, repo_path, changes.restore, paths, staged=staged, source=source)
+        text: str = await change(
+            ctx, repo_path, changes.restore, paths, staged=staged, source=source, report=note_change
+        )
         return text
 
     @server.tool(title="Create a repository", read_only=False, structured_output=False)
@@ -609,6 +614,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
         """Creates an empty repository, only inside the directories the operator allowed."""
         target = await off_loop((await scope(ctx)).init_target, path)
         text = await off_loop(changes.init, service.policy, target, initial_branch=initial_branch, bare=bare)
+        note_change(action="init", path=str(target), bare=bare)
         await live.changed(list_changed=True)
         return text
 
@@ -720,6 +726,7 @@ def build_server(settings: GitSettings) -> BatteriesServer:
                 set_upstream=set_upstream,
                 force_with_lease=force_with_lease,
                 tags=follow_tags,
+                report=note_change,
             )
             return text
 

@@ -13,10 +13,10 @@ from mcp.types import (
     TextContent,
 )
 from mcp_batteries.live import LiveResources
-from mcp_batteries.server import BatteriesServer, CacheHint, Consent
+from mcp_batteries.server import BatteriesServer, CacheHint, Consent, changes_wanted, note_change
 from pydantic import Field
 
-from mcp_sql import losses, present
+from mcp_sql import audited, losses, present
 from mcp_sql.config import SqlSettings
 from mcp_sql.live import LiveSchema
 from mcp_sql.losses import Params
@@ -160,7 +160,11 @@ def build_server(settings: SqlSettings) -> BatteriesServer:
                     content=[TextContent(type="text", text=consent.refusal)],
                     structured_content=refused.model_dump(mode="json"),
                 )
-            result = await databases.pick(database).execute(statements, params, transaction=transaction)
+            db = databases.pick(database)
+            result = await db.execute(statements, params, transaction=transaction)
+            if changes_wanted():
+                for change in audited.execute_changes(statements, result, db.dialect, db.name):
+                    note_change(**change)
             return CallToolResult(
                 content=[TextContent(type="text", text=present.execute_text(result))],
                 structured_content=result.model_dump(mode="json"),

@@ -12,7 +12,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_batteries.safety import redact_text
+
 from mcp_tasks import uris
+
+#: An audit entry's `detail` (the fields changed, old -> new) is cut to this many characters.
+MAX_AUDIT_DETAIL = 300
 
 
 @dataclass
@@ -25,6 +30,8 @@ class ChangeSet:
     #: Every task whose own row or whose neighbours (parent, subtasks, dependencies) changed:
     #: their readiness counters are recomputed before the transaction commits.
     tasks: set[int] = field(default_factory=set)
+    #: What the change did, for the audit trail (`note_change`): one entry per event, with ids.
+    audited: list[dict[str, Any]] = field(default_factory=list)
 
     def touch_list(self, key: str) -> None:
         self.uris.update(uris.list_uris(key))
@@ -37,8 +44,16 @@ class ChangeSet:
             self.touch_list(list_key)
 
     def event(
-        self, kind: str, *, task: int | None = None, title: str = "", list_key: str = "", detail: str = ""
+        self,
+        kind: str,
+        *,
+        task: int | None = None,
+        title: str = "",
+        list_key: str = "",
+        detail: str = "",
+        status: str | None = None,
     ) -> None:
+        """Record one event (`status`: the task's new status, for a status change)."""
         entry: dict[str, Any] = {"kind": kind, "list": list_key}
         if task is not None:
             entry["task"] = str(task)
@@ -47,6 +62,15 @@ class ChangeSet:
         if detail:
             entry["detail"] = detail
         self.events.append(entry)
+        action = "completed" if kind == "status" and status == "done" else kind
+        audited: dict[str, Any] = {"action": action, "workspace": self.workspace, "list": list_key}
+        if task is not None:
+            audited["task"] = str(task)
+        if status is not None:
+            audited["status"] = status
+        if detail:
+            audited["detail"] = redact_text(detail)[:MAX_AUDIT_DETAIL]
+        self.audited.append(audited)
 
     @property
     def empty(self) -> bool:

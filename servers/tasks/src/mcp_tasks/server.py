@@ -18,7 +18,14 @@ from mcp.types import (
     TextContent,
 )
 from mcp_batteries.errors import BatteriesError
-from mcp_batteries.server import BatteriesServer, CacheHint, Consent, current_caller, cursor_offset
+from mcp_batteries.server import (
+    BatteriesServer,
+    CacheHint,
+    Consent,
+    current_caller,
+    cursor_offset,
+    note_change,
+)
 from pydantic import BaseModel, Field
 
 from mcp_tasks import live, losses, prompts, render, uris
@@ -88,6 +95,7 @@ def prompt_arguments() -> Iterator[None]:
 
 def build_server(settings: TasksSettings) -> BatteriesServer:
     service = TasksService(settings)
+    service.report = note_change
 
     async def check_subscription(session: Any, uri: str) -> None:
         await service.store.check_readable(actor(), uri)

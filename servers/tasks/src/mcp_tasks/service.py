@@ -13,7 +13,7 @@ from mcp_batteries.safety import redact_url
 from mcp_tasks.backend import Backend
 from mcp_tasks.config import TasksSettings
 from mcp_tasks.database import open_backend
-from mcp_tasks.store import TaskStore
+from mcp_tasks.store import Report, TaskStore, ignore
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +26,8 @@ class TasksService:
         self.settings = settings
         self._store: TaskStore | None = None
         self.on_open: list[OpenHook] = []
+        #: Handed to the store: told what each committed change did (the audit trail).
+        self.report: Report = ignore
 
     @property
     def store(self) -> TaskStore:
@@ -63,6 +65,7 @@ class TasksService:
             max_resource_tasks=s.max_resource_tasks,
             history_days=s.history_days,
         )
+        store.report = self.report
         try:
             await store.prune_history()
             for hook in self.on_open:

@@ -38,6 +38,12 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 CommitHook = Callable[[ChangeSet], Awaitable[None]]
+#: `report(**what)` for each thing a committed change did (`mcp_batteries.server.note_change`).
+Report = Callable[..., None]
+
+
+def ignore(**_what: object) -> None:
+    """The `report` of a store nobody audits."""
 
 
 class TaskStore:
@@ -61,6 +67,9 @@ class TaskStore:
         #: Identifies this process's changes in `task_changes`, so it does not notify them twice.
         self.origin = origin or uuid.uuid4().hex
         self.on_commit: CommitHook | None = None
+        #: Told what each committed change did (tasks created, changed, completed, deleted), in
+        #: the task of the call that made it: the audit trail's `changes`.
+        self.report: Report = ignore
 
     # -- plumbing --------------------------------------------------------------------------------
     async def _write(self, actor: Actor, op: Callable[[writes.Work], Awaitable[T]]) -> T:
@@ -71,6 +80,8 @@ class TaskStore:
             work = writes.Work(tx, actor, validate.now())
             result = await op(work)
             await writes.record(work, self.origin)
+        for entry in work.changes.audited:
+            self.report(**entry)
         if not work.changes.empty and self.on_commit is not None:
             try:
                 await self.on_commit(work.changes)

@@ -477,7 +477,12 @@ async def update_task(
     )
     kind = "status" if set(sets) == {"status"} else "updated"
     w.changes.event(
-        kind, task=row.id, title=sets.get("title", row.title), list_key=row.list_key, detail=detail
+        kind,
+        task=row.id,
+        title=sets.get("title", row.title),
+        list_key=row.list_key,
+        detail=detail,
+        status=sets.get("status"),
     )
     return Changed(task=await R.one_task(w.tx, w.actor, task_id), also_changed=[])
 
@@ -576,10 +581,10 @@ async def set_status(
     await _touch_graph(w, [d.id for d in also])
     for below in also:
         w.changes.event("status", task=below.id, title=below.title, list_key=row.list_key,
-                        detail=f"status: {below.status} -> {new_status}")  # fmt: skip
+                        detail=f"status: {below.status} -> {new_status}", status=new_status)  # fmt: skip
     if new_status != row.status:
         w.changes.event("status", task=row.id, title=row.title, list_key=row.list_key,
-                        detail=f"status: {row.status} -> {new_status}")  # fmt: skip
+                        detail=f"status: {row.status} -> {new_status}", status=new_status)  # fmt: skip
     return Changed(task=await R.one_task(w.tx, w.actor, task_id), also_changed=[str(d.id) for d in also])
 
 

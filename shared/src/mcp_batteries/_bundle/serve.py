@@ -28,7 +28,13 @@ from mcp_batteries._ops.tracing import start_export
 from mcp_batteries._platform.signals import on_reopen_signal
 from mcp_batteries._signin.auth import TOKEN_ENV, build_authenticator
 from mcp_batteries._transport.console import configure_logging, say, tune_gc
-from mcp_batteries._transport.http import bind_sockets, draining_server, mcp_endpoint, uvicorn_config
+from mcp_batteries._transport.http import (
+    announce_metrics_listener,
+    bind_sockets,
+    draining_server,
+    mcp_endpoint,
+    uvicorn_config,
+)
 from mcp_batteries.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -130,6 +136,23 @@ async def serve_bundle(
     listening = sockets if sockets is not None else bind_sockets(settings)
     config, _ = uvicorn_config(bundle.asgi, settings)
     web = draining_server(config, partial(bundle.drain, settings.shutdown_grace))
+    if bundle.ops is not None:
+        announce_metrics_listener(bundle.ops.start_metrics_listener())
+    try:
+        await _serve(web, bundle, settings, listening, on_started, stop)
+    finally:
+        if bundle.ops is not None:
+            bundle.ops.stop_metrics_listener()
+
+
+async def _serve(
+    web: Any,
+    bundle: BundleApp,
+    settings: BundleSettings,
+    listening: list[socket.socket],
+    on_started: Callable[[int], Awaitable[None]] | None,
+    stop: anyio.Event | None,
+) -> None:
     async with anyio.create_task_group() as tg:
 
         async def announce() -> None:

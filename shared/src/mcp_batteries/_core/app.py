@@ -334,6 +334,9 @@ class BatteriesServer:
         #: What the server adds to the bundle's `/status` (e.g. "bus": the change bus's state);
         #: a report whose "state" is not "connected" makes the bundle's status "degraded".
         self.reports: dict[str, Callable[[], dict[str, Any]]] = {}
+        #: What the server's live resources watch now, as (paths watched, OS watch roots): one
+        #: reading per `LiveResources`, summed into `/metrics` (`mcp_watched_paths`).
+        self.watch_readings: list[Callable[[], tuple[int, int]]] = []
         self.mcp = _Server(
             f"mcp-{settings.server_name}",
             title=title,

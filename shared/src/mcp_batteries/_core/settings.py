@@ -265,6 +265,24 @@ class ServerSettings(BaseSettings):
         True,
         description="HTTP: serve Prometheus metrics at /metrics, behind the same sign-in as MCP.",
     )
+    metrics_port: int | None = Field(
+        None,
+        ge=0,
+        le=65535,
+        description=(
+            "HTTP: also serve /metrics on this port WITHOUT sign-in (for a scraper inside a private "
+            "network; 0: any free port), at --metrics-host."
+        ),
+        json_schema_extra={"metavar": "PORT"},
+    )
+    metrics_host: str = Field(
+        "127.0.0.1",
+        description=(
+            "HTTP: the address of the --metrics-port listener (default this machine only; anyone "
+            "who reaches it reads the metrics)."
+        ),
+        json_schema_extra={"metavar": "HOST"},
+    )
     audit_log: Path | None = Field(
         None,
         description=(

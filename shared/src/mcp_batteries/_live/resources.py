@@ -159,6 +159,7 @@ class LiveResources:
             server.service(self.relay.running)
             server.reports["bus"] = self.relay.status
         server.service(self._run)
+        server.watch_readings.append(lambda: self._watch.counts)
 
     # -- what is wanted --------------------------------------------------------------------------
     @property

@@ -236,6 +236,11 @@ class WatchService:
         return bool(self._watchers)
 
     @property
+    def counts(self) -> tuple[int, int]:
+        """(targets watched, OS watch roots): what `/metrics` shows as watched paths."""
+        return len(self._targets), len(self._root_watcher)
+
+    @property
     def watched_roots(self) -> frozenset[Path]:
         return frozenset(root for _, root in self._root_watcher)
 

@@ -37,7 +37,14 @@ from typing import Any
 from mcp_batteries._safety.redact import redact_value
 from mcp_batteries.errors import ConfigError
 
-__all__ = ["MAX_ARGUMENT_BYTES", "AuditLog", "arguments_digest", "note_change", "shown_arguments"]
+__all__ = [
+    "MAX_ARGUMENT_BYTES",
+    "AuditLog",
+    "arguments_digest",
+    "changes_wanted",
+    "note_change",
+    "shown_arguments",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +63,12 @@ def note_change(**what: Any) -> None:
     changes = _changes.get()
     if changes is not None:
         changes.append(what)
+
+
+def changes_wanted() -> bool:
+    """Whether `note_change` would record anything: a server skips working out what a call
+    changed (an extra query, a `git for-each-ref`) when nobody will read it."""
+    return _changes.get() is not None
 
 
 def collecting_changes() -> list[dict[str, Any]]:

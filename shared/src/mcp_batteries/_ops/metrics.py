@@ -11,6 +11,7 @@ caller types becomes a label value, so a caller cannot grow the metrics.
     mcp_tool_call_duration_seconds{server,tool}              histogram
     mcp_tool_calls_in_flight{server}
     mcp_sessions{server}, mcp_event_store_bytes{server}      read when scraped
+    mcp_watched_paths{server}, mcp_os_watches{server}        read when scraped
     mcp_auth_failures_total{reason}                          missing_token | invalid_token |
                                                              insufficient_scope | forbidden | keys_unavailable
     mcp_rate_limit_refusals_total{server,limit}              rate | in_flight

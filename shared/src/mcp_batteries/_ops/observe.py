@@ -4,6 +4,7 @@
     ops.attach(server, event_bytes=...)          # a middleware around every request of `server`
     endpoint = ops.wrap(endpoint, server)        # limits and traceparent, inside the sign-in
     ops.metrics_app                              # GET /metrics, behind the sign-in
+    ops.start_metrics_listener()                 # --metrics-port: /metrics without sign-in
 
 The middleware runs inside the SDK's OpenTelemetry span (it is second in the SDK's chain, so
 what it sees is what the client gets): for a tool call it times the call, counts it by server,
@@ -34,13 +35,14 @@ from mcp_batteries._ops.tracing import TraceHeaders
 from mcp_batteries._protocol import sdk
 from mcp_batteries._protocol.trace import current_trace
 from mcp_batteries._safety.names import scrub
+from mcp_batteries.errors import ConfigError
 
 if TYPE_CHECKING:
     from mcp_batteries._core.app import BatteriesServer
     from mcp_batteries._core.settings import ServerSettings
     from mcp_batteries._ops.metrics import Metrics
 
-__all__ = ["Ops"]
+__all__ = ["Ops", "attach_span_names"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,12 +70,27 @@ class Ops:
             self.metrics.add_reading(
                 "mcp_event_store_bytes", "Bytes kept for resumable event streams.", self._event_bytes
             )
+            self.metrics.add_reading(
+                "mcp_watched_paths",
+                "Files and directories watched for live resources (subscribed and listed).",
+                partial(self._watched, 0),
+            )
+            self.metrics.add_reading(
+                "mcp_os_watches",
+                "OS file watches (directories or trees) covering the watched paths.",
+                partial(self._watched, 1),
+            )
         self.audit: AuditLog | None = None
         if settings.audit_log is not None:
             self.audit = AuditLog(
                 settings.audit_log, fsync=settings.audit_fsync, max_bytes=settings.audit_max_bytes
             )
         self.audit_all = settings.audit_all
+        if settings.metrics_port is not None and self.metrics is None:
+            raise ConfigError("--metrics-port serves the metrics, which --no-metrics turned off: drop one")
+        self._listener: Any = None
+        #: (host, port) of the `--metrics-port` listener while it runs.
+        self.metrics_address: tuple[str, int] | None = None
         self._servers: list[tuple[str, BatteriesServer, Callable[[], int] | None]] = []
 
     # -- wiring ---------------------------------------------------------------------------------
@@ -108,7 +125,36 @@ class Ops:
         if self.audit is not None:
             self.audit.request_reopen()
 
+    def start_metrics_listener(self) -> tuple[str, int] | None:
+        """With `--metrics-port`: serve the metrics, without sign-in, on their own listener (the
+        client library's threaded server; a scrape reads counters and sizes, which is safe from
+        its thread). Returns the (host, port) it listens on, or None when not asked."""
+        s = self.settings
+        if s.metrics_port is None or self.metrics is None or self._listener is not None:
+            return None
+        from prometheus_client import start_http_server
+
+        try:
+            self._listener, _ = start_http_server(
+                s.metrics_port, addr=s.metrics_host, registry=self.metrics.registry
+            )
+        except OSError as exc:
+            raise ConfigError(
+                f"--metrics-host {s.metrics_host} --metrics-port {s.metrics_port}: cannot listen there "
+                f"({exc.strerror or exc}); choose another --metrics-port, or 0 for any free one"
+            ) from None
+        self.metrics_address = (s.metrics_host, int(self._listener.server_port))
+        return self.metrics_address
+
+    def stop_metrics_listener(self) -> None:
+        self.metrics_address = None
+        if self._listener is not None:
+            listener, self._listener = self._listener, None
+            listener.shutdown()
+            listener.server_close()
+
     def close(self) -> None:
+        self.stop_metrics_listener()
         if self.audit is not None:
             self.audit.close()
 
@@ -151,6 +197,10 @@ class Ops:
     def _event_bytes(self) -> Iterable[tuple[str, float]]:
         for label, _, read in self._servers:
             yield label, float(read() if read is not None else 0)
+
+    def _watched(self, which: int, /) -> Iterable[tuple[str, float]]:
+        for label, server, _ in self._servers:
+            yield label, float(sum(read()[which] for read in server.watch_readings))
 
     def _limited(self, server: str, limit: str) -> None:
         if self.metrics is not None:
@@ -210,16 +260,7 @@ class Ops:
             if metrics is not None and in_flight is not None:
                 in_flight.dec()
                 metrics.tool_call(label, tool, outcome, elapsed)
-            span = trace.get_current_span()
-            if span.is_recording():
-                span.set_attributes(
-                    {
-                        "mcp.server": label,
-                        "mcp.tool": tool,
-                        "mcp.outcome": outcome,
-                        "enduser.id": caller.subject,
-                    }
-                )
+            _name_span(label, tool, outcome, caller.subject)
             if audited and self.audit is not None:
                 arguments = params.get("arguments") or {}
                 traced = current_trace()
@@ -238,6 +279,48 @@ class Ops:
                         "changes": changes or [],
                     }
                 )
+
+
+def attach_span_names(server: BatteriesServer) -> None:
+    """Name the server, tool, outcome and caller on the SDK's span of each tool call, without
+    the rest of `Ops`: for stdio, where spans are exported but nothing is counted or audited."""
+    server.mcp.middleware.insert(1, partial(_name_spans, server, server.settings.server_name))
+
+
+async def _name_spans(server: BatteriesServer, label: str, ctx: Any, call_next: Any) -> Any:
+    if ctx.method != "tools/call":
+        return await call_next(ctx)
+    params = ctx.params or {}
+    name = params.get("name")
+    name = name if isinstance(name, str) else ""
+    known = sdk.has_tool(server.mcp, name)
+    caller = current_caller()
+    outcome = "error"
+    try:
+        result = await call_next(ctx)
+        outcome = _result_outcome(result)
+        return result
+    except MCPError as exc:
+        outcome = _code_outcome(exc.error.code)
+        if outcome == "invalid_params" and known and not server.mcp.may_call(caller, name):
+            outcome = "denied"
+        raise
+    except anyio.get_cancelled_exc_class():
+        outcome = "cancelled"
+        raise
+    except Exception:
+        outcome = "internal_error"
+        raise
+    finally:
+        _name_span(label, name if known else "unknown", outcome, caller.subject)
+
+
+def _name_span(server: str, tool: str, outcome: str, caller: str) -> None:
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.set_attributes(
+            {"mcp.server": server, "mcp.tool": tool, "mcp.outcome": outcome, "enduser.id": caller}
+        )
 
 
 def _result_outcome(result: Any) -> str:

@@ -449,11 +449,20 @@ async def serve_http(
     uvicorn_log = logging.getLogger("uvicorn.error")
     uvicorn_log.addFilter(not_after_a_reported_mistake)
     try:
+        if app.ops is not None:
+            announce_metrics_listener(app.ops.start_metrics_listener())
         await _serve_until_stopped(web, app, sockets, on_started)
     finally:
         uvicorn_log.removeFilter(not_after_a_reported_mistake)
         if app.ops is not None:
             app.ops.close()
+
+
+def announce_metrics_listener(listening: tuple[str, int] | None) -> None:
+    """One line for `--metrics-port` (before the banner, so whoever waits for it has both)."""
+    if listening is not None:
+        host, port = listening
+        say(f"metrics without sign-in (--metrics-port): http://{_display_host(host)}:{port}/metrics")
 
 
 async def _serve_until_stopped(

@@ -32,7 +32,7 @@ def run(server: BatteriesServer, *, script: str) -> None:
     server.check_tool_lists()
     tune_gc()
     # Spans exported by OTLP when the OTEL_* variables ask for it (nothing imported otherwise).
-    start_export(server.mcp.name)
+    exporting = start_export(server.mcp.name)
     try:
         if server.settings.transport == "http":
             from functools import partial
@@ -50,6 +50,10 @@ def run(server: BatteriesServer, *, script: str) -> None:
         else:
             from mcp_batteries._transport.stdio import serve_stdio
 
+            if exporting:  # over HTTP, Ops names the spans along with everything else it does
+                from mcp_batteries._ops.observe import attach_span_names
+
+                attach_span_names(server)
             anyio.run(serve_stdio, server, script)
     except KeyboardInterrupt:
         pass
