@@ -58,6 +58,16 @@ def _find_haproxy() -> str | None:
     )
 
 
+def _apt_get(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["apt-get", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+    )
+
+
 @pytest.fixture(scope="session")
 def haproxy() -> str:
     """Debian's HAProxy; apt-get installs it (once, under the tools lock) when it is absent."""
@@ -69,13 +79,10 @@ def haproxy() -> str:
     with _install_lock():
         found = _find_haproxy()
         if found is None:
-            result = subprocess.run(
-                ["apt-get", "install", "-y", "--no-install-recommends", "haproxy"],
-                capture_output=True,
-                text=True,
-                timeout=600,
-                env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
-            )
+            result = _apt_get("install", "-y", "--no-install-recommends", "haproxy")
+            if result.returncode != 0:  # a new machine's package lists may be missing or stale
+                _apt_get("update")
+                result = _apt_get("install", "-y", "--no-install-recommends", "haproxy")
             found = _find_haproxy()
             if found is None:
                 message = (
