@@ -29,6 +29,7 @@ from mcp_batteries._platform.signals import on_reopen_signal
 from mcp_batteries._signin.auth import TOKEN_ENV, build_authenticator
 from mcp_batteries._transport.console import configure_logging, say, tune_gc
 from mcp_batteries._transport.http import bind_sockets, draining_server, mcp_endpoint, uvicorn_config
+from mcp_batteries._transport.sessions import default_advertise_url
 from mcp_batteries.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -54,11 +55,13 @@ def _mount(definition: ServerDefinition[Any], settings: Any, ops: Ops) -> Mount:
         logger.error("%s could not be built", definition.name, exc_info=True)
         return Mount.failed(definition, path, f"could not be built: {type(exc).__name__}: {exc}")
     # The same endpoint a single server serves (event store per session, idle expiry, session cap).
-    endpoint, events = mcp_endpoint(server, path)
+    endpoint, events, forwarder = mcp_endpoint(server, path)
     # Metrics, audit, limits and traces (mcp_batteries._ops), one `Ops` for the whole bundle.
     ops.attach(server, event_bytes=(lambda: events.total_bytes) if events is not None else None)
     endpoint = ops.wrap(endpoint, server)
-    return Mount(definition=definition, server=server, path=path, endpoint=endpoint, events=events)
+    return Mount(
+        definition=definition, server=server, path=path, endpoint=endpoint, events=events, forwarder=forwarder
+    )
 
 
 def build_bundle(config: BundleConfig) -> BundleApp:
@@ -128,6 +131,9 @@ async def serve_bundle(
     and timeouts; Host/Origin checks wrap the whole bundle (`BundleApp.asgi`).
     """
     listening = sockets if sockets is not None else bind_sockets(settings)
+    bundle.advertise(
+        settings.advertise_url or default_advertise_url(settings.host, listening[0].getsockname()[1])
+    )
     config, _ = uvicorn_config(bundle.asgi, settings)
     web = draining_server(config, partial(bundle.drain, settings.shutdown_grace))
     async with anyio.create_task_group() as tg:

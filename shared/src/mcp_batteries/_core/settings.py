@@ -260,6 +260,15 @@ class ServerSettings(BaseSettings):
         description="HTTP: the bus channels' prefix (PREFIX.NAME per server); replicas must agree.",
         json_schema_extra={"metavar": "NAME"},
     )
+    advertise_url: str | None = Field(
+        None,
+        pattern=r"^https?://[^/?#\s]+$",
+        description=(
+            "HTTP: with --bus, the base URL (http://HOST:PORT) the other replicas reach this one at, "
+            "to forward requests for the sessions it holds (default: its bound host and port)."
+        ),
+        json_schema_extra={"metavar": "URL"},
+    )
     # Operating it for a team (mcp_batteries._ops; docs/deploy.md): metrics, audit, limits.
     metrics: bool = Field(
         True,
