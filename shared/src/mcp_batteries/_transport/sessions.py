@@ -82,7 +82,6 @@ HOP_BY_HOP = frozenset(
         b"trailer",
         b"transfer-encoding",
         b"upgrade",
-        b"host",
         b"content-length",
     }
 )
@@ -393,6 +392,8 @@ class SessionForwarder:
         if body is None:
             await PlainTextResponse("request body too large", status_code=413)(scope, receive, send)
             return
+        # Host and Origin are kept: the owner checks them as the receiving replica did (replicas
+        # share their configuration), whatever its internal address is.
         headers = [(k, v) for k, v in scope["headers"] if k.lower() not in HOP_BY_HOP]
         headers.append((FORWARDED_HEADER, b"1"))
         url = owner.url + scope.get("root_path", "") + scope["path"]
