@@ -68,8 +68,8 @@ ENGINE_TIMEOUT_S = 2.0
 CONNECT_TIMEOUT_S = 5.0
 #: A forwarded call's answer (or a silence within its event stream) may take this long.
 READ_TIMEOUT_S = 300.0
-#: A forwarded request body above this is refused (413): the SDK itself takes less.
-MAX_BODY = 16 * 1024 * 1024
+#: A forwarded request body above this is refused (413), as any request body is (`http_limits`).
+MAX_BODY = 4 * 1024 * 1024
 #: RFC 9110 7.6.1, plus what a proxy must not pass on.
 HOP_BY_HOP = frozenset(
     {
@@ -328,6 +328,13 @@ class SessionForwarder:
             return
         if sdk.holds_session(self.manager, session_id):
             await self._renew(scope, session_id)
+            if scope["method"] == "GET":
+                # An open event stream keeps the session alive on its owner: keep its record too.
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._keep_recorded, scope, session_id)
+                    await self.app(scope, receive, send)
+                    tg.cancel_scope.cancel()
+                return
             await self.app(scope, receive, send)
             if scope["method"] == "DELETE":
                 self._renewed.pop(session_id, None)
@@ -365,6 +372,11 @@ class SessionForwarder:
         if len(self._renewed) > 4 * (self.manager.max_sessions or 1000):
             self._renewed.clear()  # ended sessions are not reported: bound the memory instead
         await self._record(scope, session_id)
+
+    async def _keep_recorded(self, scope: Scope, session_id: str) -> None:
+        while True:
+            await anyio.sleep(min(RENEW_EVERY_S, self.registry.ttl / 4))
+            await self._renew(scope, session_id)
 
     async def _record(self, scope: Scope, session_id: str) -> None:
         assert self.advertise_url is not None
