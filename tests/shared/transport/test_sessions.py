@@ -7,9 +7,11 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import anyio
 import asyncpg
+import httpx2
 import pytest
 from mcp_batteries._transport.sessions import (
     ENGINE_TIMEOUT_S,
@@ -20,10 +22,13 @@ from mcp_batteries._transport.sessions import (
     registry_for,
 )
 from mcp_batteries.errors import ConfigError
+from mcp_batteries.testing import MCP_POST_HEADERS, http_server
 
 from ..live.test_bus import POSTGRES, bus_url  # noqa: F401 - the engines' fixture
 
 pytestmark = pytest.mark.anyio
+
+HANDSHAKE_VERSION = "2025-11-25"
 
 
 @pytest.fixture
@@ -99,3 +104,34 @@ def test_a_replica_advertises_its_bound_address_or_its_host_name_when_it_listens
     assert default_advertise_url("::1", 8000) == "http://[::1]:8000"
     everywhere = default_advertise_url("0.0.0.0", 8000)
     assert everywhere.endswith(":8000") and "0.0.0.0" not in everywhere
+
+
+async def test_a_single_server_replica_forwards_a_session_it_does_not_hold(
+    tmp_path: Path,
+    bus_url: str,  # noqa: F811 - fixture
+) -> None:
+    args = (str(tmp_path), "--bus", bus_url, "--bus-channel", f"t{uuid.uuid4().hex[:12]}")
+    async with (
+        http_server("mcp-batteries-filesystem", *args) as owner,
+        http_server("mcp-batteries-filesystem", *args) as other,
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
+        headers = {**MCP_POST_HEADERS, "MCP-Protocol-Version": HANDSHAKE_VERSION}
+        opening = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": HANDSHAKE_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        opened = await http.post(owner.url, json=opening, headers=headers)
+        assert opened.status_code == 200, opened.text
+        headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(other.url, json=note, headers=headers)).status_code == 202
+        listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        listed = await http.post(other.url, json=listing, headers=headers)
+        assert listed.status_code == 200 and "list_allowed_directories" in listed.text, listed.text
