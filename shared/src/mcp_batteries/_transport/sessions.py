@@ -27,7 +27,7 @@ import json
 import logging
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +65,9 @@ RENEW_EVERY_S = 60.0
 #: Asking the engine never holds a request longer than this; past it, the request is served as if
 #: there were no registry.
 ENGINE_TIMEOUT_S = 2.0
+#: After the engine failed, it is left alone this long: while it is down, requests are not held
+#: up by attempts bound to fail (and the log gets one line per pause, not one per request).
+ENGINE_PAUSE_S = 5.0
 CONNECT_TIMEOUT_S = 5.0
 #: A forwarded call's answer (or a silence within its event stream) may take this long.
 READ_TIMEOUT_S = 300.0
@@ -107,6 +110,7 @@ class SessionRegistry:
         self.url = url
         self.channel = channel
         self.ttl = ttl
+        self._paused_until = 0.0
 
     async def record(self, session_id: str, owner: Owner) -> None:
         await self._bounded("record", self._record(session_id, owner))
@@ -121,17 +125,22 @@ class SessionRegistry:
     async def close(self) -> None:
         """Release the engine's connections."""
 
-    async def _bounded(self, what: str, work: Any) -> Any:
+    async def _bounded(self, what: str, work: Coroutine[Any, Any, Any]) -> Any:
+        if time.monotonic() < self._paused_until:
+            work.close()
+            return None
         try:
             with anyio.fail_after(ENGINE_TIMEOUT_S):
                 return await work
         except Exception as exc:
+            self._paused_until = time.monotonic() + ENGINE_PAUSE_S
             logger.warning(
-                "session registry (%s at %s): cannot %s a session: %s",
+                "session registry (%s at %s): cannot %s a session (%s); not asked again for %.0f s",
                 self.engine,
                 redact_url(self.url),
                 what,
                 redact_text(str(exc) or type(exc).__name__),
+                ENGINE_PAUSE_S,
             )
             return None
 
