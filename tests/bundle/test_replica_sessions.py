@@ -150,13 +150,18 @@ async def test_another_replica_forwards_a_session_only_for_its_caller_and_only_o
             assert await post(other, tools_list(2), bob) == 404
             # A request already forwarded once is never forwarded again.
             assert await post(other, tools_list(3), {**alice, "X-MCP-Batteries-Forwarded": "1"}) == 404
+            # Bob at the owner itself is refused by the SDK, and changes nothing in the record:
+            # neither a request nor a DELETE takes alice's session away from her.
+            assert await post(owner, tools_list(4), bob) == 404
+            assert (await http.delete(owner.url("filesystem"), headers=bob)).status_code == 404
+            assert await post(other, tools_list(5), alice) == 200
 
             report = (await http.get(other.base + "/status", headers=alice)).json()
             (mount,) = report["servers"]
-            assert mount["forwarded"] == 2 and mount["sessions"] == 0, mount
+            assert mount["forwarded"] == 3 and mount["sessions"] == 0, mount
 
             # DELETE through the other replica ends the session on its owner, and its record.
             ended = await http.delete(other.url("filesystem"), headers=alice)
             assert ended.status_code == 200, ended.text
-            assert await post(owner, tools_list(4), alice) == 404
-            assert await post(other, tools_list(5), alice) == 404
+            assert await post(owner, tools_list(6), alice) == 404
+            assert await post(other, tools_list(7), alice) == 404

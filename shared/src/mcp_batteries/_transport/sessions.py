@@ -336,18 +336,7 @@ class SessionForwarder:
                 await self.app(scope, receive, send)
             return
         if sdk.holds_session(self.manager, session_id):
-            await self._renew(scope, session_id)
-            if scope["method"] == "GET":
-                # An open event stream keeps the session alive on its owner: keep its record too.
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._keep_recorded, scope, session_id)
-                    await self.app(scope, receive, send)
-                    tg.cancel_scope.cancel()
-                return
-            await self.app(scope, receive, send)
-            if scope["method"] == "DELETE":
-                self._renewed.pop(session_id, None)
-                await self.registry.forget(session_id)
+            await self._serve_held(session_id, scope, receive, send)
             return
         if _header(scope, FORWARDED_HEADER) is not None:
             await self.app(scope, receive, send)  # forwarded once already: 404 here
@@ -357,6 +346,32 @@ class SessionForwarder:
             await self.app(scope, receive, send)  # 404, as the SDK answers any unknown session
             return
         await self._forward(owner, session_id, scope, receive, send)
+
+    async def _serve_held(self, session_id: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """A request for a session this replica holds. Its record is renewed (or forgotten, for a
+        DELETE) only once the SDK accepted the request, which it does only from the caller the
+        session is bound to: another caller's attempt changes nothing."""
+        accepted = False
+
+        async def noting_send(message: Message) -> None:
+            nonlocal accepted
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                accepted = True
+                if scope["method"] != "DELETE":
+                    await self._renew(scope, session_id)
+            await send(message)
+
+        if scope["method"] == "GET":
+            # An open event stream keeps the session alive on its owner: keep its record too.
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._keep_recorded, scope, session_id)
+                await self.app(scope, receive, noting_send)
+                tg.cancel_scope.cancel()
+            return
+        await self.app(scope, receive, noting_send)
+        if scope["method"] == "DELETE" and accepted:
+            self._renewed.pop(session_id, None)
+            await self.registry.forget(session_id)
 
     def _recording(self, scope: Scope, send: Send) -> Send:
         """`send`, recording the session this opening request creates before the reply leaves (so
@@ -383,8 +398,11 @@ class SessionForwarder:
         await self._record(scope, session_id)
 
     async def _keep_recorded(self, scope: Scope, session_id: str) -> None:
+        """Renew while an accepted event stream stays open (the first renewal follows the SDK's
+        acceptance in `_serve_held`; a refused stream ends before this wakes)."""
         while True:
             await anyio.sleep(min(RENEW_EVERY_S, self.registry.ttl / 4))
+            self._renewed.pop(session_id, None)
             await self._renew(scope, session_id)
 
     async def _record(self, scope: Scope, session_id: str) -> None:
