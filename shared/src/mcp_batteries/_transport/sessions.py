@@ -219,7 +219,7 @@ class PostgresRegistry(SessionRegistry):
                 pool = await asyncpg.create_pool(
                     self.url,
                     min_size=0,
-                    max_size=4,
+                    max_size=2,
                     timeout=ENGINE_TIMEOUT_S,
                     server_settings={"application_name": f"mcp-batteries-sessions {self.channel}"[:63]},
                 )
