@@ -121,6 +121,10 @@ defaults
     timeout client 300s
     timeout server 300s
     option http-server-close
+    # A replica that was just killed refuses connections until the health check sees it: the
+    # request is retried on another one.
+    retries 3
+    option redispatch 1
 
 frontend mcp
     bind 127.0.0.1:{port}
@@ -237,10 +241,11 @@ def make_shared_volume(root: Path) -> dict[str, Path]:
 
 @asynccontextmanager
 async def replicas(
-    tmp_path: Path, bus: str, prefix: str, haproxy: str
+    tmp_path: Path, bus: str, prefix: str, haproxy: str, processes: list[BundleProcess] | None = None
 ) -> AsyncIterator[tuple[str, list[str], str]]:
     """Three `mcp-batteries serve` processes sharing one volume and one bus, behind HAProxy:
-    (the balancer's base URL, each replica's base URL, the sticky balancer's base URL)."""
+    (the balancer's base URL, each replica's base URL, the sticky balancer's base URL). The
+    processes are appended to `processes` when given (to kill one)."""
     volume = make_shared_volume(tmp_path)
     import sqlite3
 
@@ -269,10 +274,12 @@ db = "{volume["tasks"]}"
 """
     )
     with ExitStack() as stack:
-        processes: list[BundleProcess] = [
+        started: list[BundleProcess] = [
             stack.enter_context(bundle_process("--config", str(config), *SERVERS)) for _ in range(3)
         ]
-        bases = [p.base for p in processes]
+        if processes is not None:
+            processes.extend(started)
+        bases = [p.base for p in started]
         front, sticky = stack.enter_context(balancer(haproxy, bases, tmp_path))
         await wait_listening(front)
         await wait_listening(sticky)

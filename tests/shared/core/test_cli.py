@@ -152,3 +152,12 @@ def test_help_shows_defaults_real_placeholders_and_no_negated_off_switches() -> 
     assert "VALUE" not in text and "Repeatable" not in text
     assert "--no-insecure-no-auth" not in text and "--no-read-only" not in text
     assert "MCP_DEMO_READ_ONLY=true" in text
+
+
+def test_an_advertised_url_is_a_base_url_without_a_path(capsys: pytest.CaptureFixture[str]) -> None:
+    s = parse_settings(DemoSettings, ["--transport", "http", "--advertise-url", "http://10.0.0.2:8000/"])
+    assert s.advertise_url == "http://10.0.0.2:8000"
+    with pytest.raises(SystemExit) as exited:
+        parse_settings(DemoSettings, ["--transport", "http", "--advertise-url", "http://10.0.0.2:8000/mcp"])
+    assert exited.value.code == 2
+    assert "must be http://HOST:PORT" in capsys.readouterr().err

@@ -199,7 +199,8 @@ async def test_session_admission_and_discard_can_carry_a_store_per_session() -> 
         first = manager._admit_session(owner)  # type: ignore[arg-type]
         second = manager._admit_session(None)
         assert first is not None and second is not None
-        assert first.mcp_session_id in manager._server_instances and sdk.open_sessions(manager) == 2
+        assert sdk.holds_session(manager, first.mcp_session_id) and sdk.open_sessions(manager) == 2
+        assert not sdk.holds_session(manager, "no-such-session")
         assert first._event_store is stores.opened[first.mcp_session_id]
         assert second._event_store is stores.opened[second.mcp_session_id]
         assert first._event_store is not second._event_store

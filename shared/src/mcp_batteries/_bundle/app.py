@@ -41,6 +41,7 @@ from mcp_batteries._signin.auth import Authenticator, AuthMiddleware, metadata_p
 from mcp_batteries._transport.events import EventStores
 from mcp_batteries._transport.hosts import HostGuard
 from mcp_batteries._transport.http import is_call
+from mcp_batteries._transport.sessions import SessionForwarder
 
 if TYPE_CHECKING:
     from mcp_batteries._core.app import BatteriesServer
@@ -94,6 +95,8 @@ class Mount:
     endpoint: ASGIApp | None
     #: The resumable-SSE event stores of its sessions (None: stateless, or not built).
     events: EventStores | None = None
+    #: With a bus: forwards requests for sessions other replicas hold (`_transport.sessions`).
+    forwarder: SessionForwarder | None = None
     state: MountState = "starting"
     reason: str | None = None
     calls_in_flight: int = 0
@@ -138,6 +141,9 @@ class Mount:
             # What the sessions' resumable streams keep (bounded: see mcp_batteries._transport.events).
             "event_store_bytes": self.events.total_bytes if self.events is not None else 0,
         }
+        if self.forwarder is not None:
+            # Requests for sessions other replicas hold, passed on to them (docs/deploy.md).
+            report["forwarded"] = self.forwarder.forwarded
         if self.reason is not None:
             report["reason"] = self.reason
         if self.server is not None:
@@ -295,6 +301,12 @@ class BundleApp:
         await send_json(send, 200, {"status": overall, "version": self.version, "servers": servers})
 
     # -- life -----------------------------------------------------------------------------------
+    def advertise(self, base_url: str) -> None:
+        """The base URL the other replicas reach this one at, for the sessions it holds."""
+        for mount in self.mounts:
+            if mount.forwarder is not None:
+                mount.forwarder.advertise_url = base_url
+
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
         assert message["type"] == "lifespan.startup"
@@ -311,6 +323,9 @@ class BundleApp:
             await self.drain(grace=0)
         if self.ops is not None:
             self.ops.close()
+        for mount in self.mounts:
+            if mount.forwarder is not None:
+                await mount.forwarder.close()
         await send({"type": "lifespan.shutdown.complete"})
 
     async def drain(self, grace: float) -> None:

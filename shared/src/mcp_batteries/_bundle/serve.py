@@ -35,6 +35,7 @@ from mcp_batteries._transport.http import (
     mcp_endpoint,
     uvicorn_config,
 )
+from mcp_batteries._transport.sessions import default_advertise_url
 from mcp_batteries.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -60,11 +61,13 @@ def _mount(definition: ServerDefinition[Any], settings: Any, ops: Ops) -> Mount:
         logger.error("%s could not be built", definition.name, exc_info=True)
         return Mount.failed(definition, path, f"could not be built: {type(exc).__name__}: {exc}")
     # The same endpoint a single server serves (event store per session, idle expiry, session cap).
-    endpoint, events = mcp_endpoint(server, path)
+    endpoint, events, forwarder = mcp_endpoint(server, path)
     # Metrics, audit, limits and traces (mcp_batteries._ops), one `Ops` for the whole bundle.
     ops.attach(server, event_bytes=(lambda: events.total_bytes) if events is not None else None)
     endpoint = ops.wrap(endpoint, server)
-    return Mount(definition=definition, server=server, path=path, endpoint=endpoint, events=events)
+    return Mount(
+        definition=definition, server=server, path=path, endpoint=endpoint, events=events, forwarder=forwarder
+    )
 
 
 def build_bundle(config: BundleConfig) -> BundleApp:
@@ -134,6 +137,9 @@ async def serve_bundle(
     and timeouts; Host/Origin checks wrap the whole bundle (`BundleApp.asgi`).
     """
     listening = sockets if sockets is not None else bind_sockets(settings)
+    bundle.advertise(
+        settings.advertise_url or default_advertise_url(settings.host, listening[0].getsockname()[1])
+    )
     config, _ = uvicorn_config(bundle.asgi, settings)
     web = draining_server(config, partial(bundle.drain, settings.shutdown_grace))
     if bundle.ops is not None:

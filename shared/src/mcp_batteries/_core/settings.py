@@ -8,6 +8,7 @@ its own fields; `mcp_batteries._core.cli` turns every field into a flag automati
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
@@ -260,6 +261,14 @@ class ServerSettings(BaseSettings):
         description="HTTP: the bus channels' prefix (PREFIX.NAME per server); replicas must agree.",
         json_schema_extra={"metavar": "NAME"},
     )
+    advertise_url: str | None = Field(
+        None,
+        description=(
+            "HTTP: with --bus, the base URL (http://HOST:PORT) the other replicas reach this one at, "
+            "to forward requests for the sessions it holds (default: its bound host and port)."
+        ),
+        json_schema_extra={"metavar": "URL"},
+    )
     # Operating it for a team (mcp_batteries._ops; docs/deploy.md): metrics, audit, limits.
     metrics: bool = Field(
         True,
@@ -329,6 +338,13 @@ class ServerSettings(BaseSettings):
         if not value.startswith("/"):
             raise ValueError(f"must start with '/', got {value!r}")
         return value
+
+    @field_validator("advertise_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"https?://[^/?#\s@]+", value.rstrip("/")):
+            raise ValueError("must be http://HOST:PORT (no path), e.g. http://10.0.0.2:8000")
+        return value.rstrip("/") if value is not None else None
 
     @field_validator("confirm_tools")
     @classmethod

@@ -333,3 +333,8 @@ def answer_single_replies_with_json(
 def open_sessions(manager: StreamableHTTPSessionManager) -> int:
     """How many stateful sessions the manager tracks (private: `_server_instances`)."""
     return len(manager._server_instances)
+
+
+def holds_session(manager: StreamableHTTPSessionManager, session_id: str) -> bool:
+    """Whether the manager holds the stateful session `session_id` (private: `_server_instances`)."""
+    return session_id in manager._server_instances

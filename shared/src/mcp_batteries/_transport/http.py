@@ -49,6 +49,7 @@ from mcp_batteries._transport.http_limits import (
     keep_alive_for_uvicorn,
     log_accept_errors_sparingly,
 )
+from mcp_batteries._transport.sessions import SessionForwarder, default_advertise_url, registry_for
 from mcp_batteries.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -85,6 +86,8 @@ class HttpApp:
     connections: ConnectionTable | None = None
     #: Metrics, audit, limits and traces (`mcp_batteries._ops`).
     ops: Ops | None = None
+    #: With a bus: forwards requests for sessions other replicas hold (`_transport.sessions`).
+    forwarder: SessionForwarder | None = None
     _web: uvicorn.Server | None = None
 
     #: Calls being answered (POST requests other than listen streams): a shutdown waits for them.
@@ -144,8 +147,11 @@ class HttpApp:
         return 0 if self.server.settings.stateless else sdk.open_sessions(self.server.mcp.session_manager)
 
 
-def mcp_endpoint(server: BatteriesServer, path: str) -> tuple[ASGIApp, EventStores | None]:
-    """`server`'s MCP endpoint at `path` (the SDK's Streamable HTTP app) and its event stores.
+def mcp_endpoint(
+    server: BatteriesServer, path: str
+) -> tuple[ASGIApp, EventStores | None, SessionForwarder | None]:
+    """`server`'s MCP endpoint at `path` (the SDK's Streamable HTTP app), its event stores, and
+    with a bus, what forwards requests for sessions other replicas hold (`_transport.sessions`).
 
     Without sign-in and Host/Origin checks, which wrap it: a single server (`build_http_app`) and
     each mount of the bundle (`mcp-batteries serve`) build their endpoints here, so both behave
@@ -172,7 +178,11 @@ def mcp_endpoint(server: BatteriesServer, path: str) -> tuple[ASGIApp, EventStor
     sdk.answer_single_replies_with_json(
         server.mcp.session_manager, partial(single_reply, stateless=s.stateless)
     )
-    return app, events
+    forwarder = None
+    if s.bus and not s.stateless:
+        registry = registry_for(s.bus, s.bus_channel, idle_timeout=s.session_idle_timeout)
+        app = forwarder = SessionForwarder(app, server.mcp.session_manager, registry)
+    return app, events, forwarder
 
 
 def single_reply(scope: Scope, *, stateless: bool) -> bool:
@@ -217,7 +227,7 @@ def build_http_app(server: BatteriesServer) -> HttpApp:
     ops = Ops(s)
     if ops.metrics is not None:
         server.mcp.custom_route("/metrics", methods=["GET"])(ops.metrics_route)
-    endpoint, events = mcp_endpoint(server, s.path)
+    endpoint, events, forwarder = mcp_endpoint(server, s.path)
     ops.attach(server, event_bytes=(lambda: events.total_bytes) if events is not None else None)
     app = ops.wrap(endpoint, server)
     # Authentication (mcp_batteries._signin.auth): static token, tokens file and/or OAuth; refuses a
@@ -228,7 +238,9 @@ def build_http_app(server: BatteriesServer) -> HttpApp:
     # Outermost: a request for a foreign Host or Origin is refused before anything else runs.
     # A malformed --allowed-hosts/--allowed-origins entry is a ConfigError here.
     guard = HostGuard(authenticated, allowed_hosts=s.allowed_hosts, allowed_origins=s.allowed_origins)
-    return HttpApp(server, guard, events, guard, authenticated=authenticated is not app, ops=ops)
+    return HttpApp(
+        server, guard, events, guard, authenticated=authenticated is not app, ops=ops, forwarder=forwarder
+    )
 
 
 def _config_error_in(exc: BaseException) -> ConfigError | None:
@@ -440,6 +452,9 @@ async def serve_http(
     if sockets is None:
         sockets = bind_sockets(s)
     config, app.connections = uvicorn_config(app, s)
+    if app.forwarder is not None:
+        port = sockets[0].getsockname()[1]
+        app.forwarder.advertise_url = s.advertise_url or default_advertise_url(s.host, port)
     web = app._web = draining_server(config, app.drain)
 
     def not_after_a_reported_mistake(record: logging.LogRecord) -> bool:
@@ -456,6 +471,8 @@ async def serve_http(
         uvicorn_log.removeFilter(not_after_a_reported_mistake)
         if app.ops is not None:
             app.ops.close()
+        if app.forwarder is not None:
+            await app.forwarder.close()
 
 
 def announce_metrics_listener(listening: tuple[str, int] | None) -> None:
