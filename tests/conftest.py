@@ -24,6 +24,8 @@ import pytest
 from mcp_batteries._safety.redact import KNOWN
 from mcp_batteries.testing import PLATFORM_FAMILIES, forced_platform_family
 
+from .buses import bus_url  # noqa: F401 - a fixture: PostgreSQL and Redis, for any test that asks
+
 #: Where the session's home directory is, for tests that check the isolation itself.
 SESSION_HOME_ENV = "MCP_BATTERIES_TEST_HOME"
 

@@ -28,7 +28,7 @@ from mcp_batteries.testing import (
 )
 
 from .conftest import BundleProcess, bundle_process
-from .test_replicas import TIMEOUT_S, bus_url, haproxy, replicas, status  # noqa: F401 - fixtures
+from .test_replicas import TIMEOUT_S, haproxy, replicas, status  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.anyio
 
@@ -46,7 +46,7 @@ async def filesystem_report(base: str) -> dict[str, Any]:
 
 async def test_a_handshake_era_session_is_served_by_every_replica_and_reinitializes_when_its_owner_dies(
     tmp_path: Path,
-    bus_url: str,  # noqa: F811 - fixture
+    bus_url: str,
     haproxy: str,  # noqa: F811 - fixture
 ) -> None:
     prefix = f"t{uuid.uuid4().hex[:12]}"
@@ -117,7 +117,7 @@ def signed_in(token: str) -> dict[str, str]:
 
 async def test_another_replica_forwards_a_session_only_for_its_caller_and_only_once(
     tmp_path: Path,
-    bus_url: str,  # noqa: F811 - fixture
+    bus_url: str,
 ) -> None:
     tokens = write_private(
         tmp_path / "tokens.toml",

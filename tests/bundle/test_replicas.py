@@ -38,13 +38,12 @@ from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp_batteries.testing import Notifications, connect_http, legacy_subscribe
 from redis.asyncio import Redis
 
+from ..buses import POSTGRES, REDIS, unreachable
 from ..node import _install_lock
 from .conftest import BundleProcess, bundle_process, running_bundle
 
 pytestmark = pytest.mark.anyio
 
-POSTGRES = os.environ.get("MCP_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS = os.environ.get("MCP_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 TIMEOUT_S = 30
 SERVERS = ("filesystem", "git", "sql", "tasks")
 
@@ -173,30 +172,6 @@ async def wait_listening(base: str) -> None:
 
 
 # -- the buses ----------------------------------------------------------------------------------------
-
-
-def unreachable(engine: str, url: str, exc: BaseException) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{engine} at {url} is required in CI and unreachable: {exc}")
-    pytest.skip(f"{engine} not reachable at {url}: {exc}")
-
-
-@pytest.fixture(params=["postgresql", "redis"])
-async def bus_url(request: pytest.FixtureRequest) -> str:
-    if request.param == "postgresql":
-        try:
-            conn = await asyncpg.connect(POSTGRES, timeout=5)
-            await conn.close()
-        except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
-            unreachable("PostgreSQL", POSTGRES, exc)
-        return POSTGRES
-    try:
-        client = Redis.from_url(REDIS, socket_connect_timeout=5)
-        await client.ping()
-        await client.aclose()
-    except Exception as exc:
-        unreachable("Redis", REDIS, exc)
-    return REDIS
 
 
 async def kill_bus_connections(url: str, prefix: str) -> int:

@@ -3,7 +3,6 @@ and a replica that loses the bus says so and recovers without a restart."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -19,38 +18,12 @@ from mcp_batteries.errors import ConfigError
 from mcp_batteries.testing import connect
 from redis.asyncio import Redis
 
+from ...buses import POSTGRES, REDIS
 from ..conftest import DemoSettings
 
 pytestmark = pytest.mark.anyio
 
-POSTGRES = os.environ.get("MCP_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS = os.environ.get("MCP_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 TIMEOUT_S = 10
-
-
-def unreachable(engine: str, url: str, exc: BaseException) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{engine} at {url} is required in CI and unreachable: {exc}")
-    pytest.skip(f"{engine} not reachable at {url}: {exc}")
-
-
-@pytest.fixture(params=["postgresql", "redis"])
-async def bus_url(request: pytest.FixtureRequest) -> str:
-    """A reachable bus of each engine (in CI both must be)."""
-    if request.param == "postgresql":
-        try:
-            conn = await asyncpg.connect(POSTGRES, timeout=5)
-            await conn.close()
-        except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
-            unreachable("PostgreSQL", POSTGRES, exc)
-        return POSTGRES
-    try:
-        client = Redis.from_url(REDIS, socket_connect_timeout=5)
-        await client.ping()
-        await client.aclose()
-    except Exception as exc:
-        unreachable("Redis", REDIS, exc)
-    return REDIS
 
 
 def channel() -> str:

@@ -24,7 +24,7 @@ from mcp_batteries._transport.sessions import (
 from mcp_batteries.errors import ConfigError
 from mcp_batteries.testing import MCP_POST_HEADERS, http_server
 
-from ..live.test_bus import POSTGRES, bus_url  # noqa: F401 - the engines' fixture
+from ...buses import POSTGRES
 
 pytestmark = pytest.mark.anyio
 
@@ -32,7 +32,7 @@ HANDSHAKE_VERSION = "2025-11-25"
 
 
 @pytest.fixture
-async def registry(bus_url: str) -> AsyncIterator[SessionRegistry]:  # noqa: F811 - fixture
+async def registry(bus_url: str) -> AsyncIterator[SessionRegistry]:
     channel = f"t{uuid.uuid4().hex[:12]}"
     found = registry_for(bus_url, channel, idle_timeout=60)
     try:
@@ -69,7 +69,7 @@ async def test_a_session_record_ends_with_its_lifetime(registry: SessionRegistry
             await anyio.sleep(0.05)
 
 
-async def test_registries_of_different_channels_do_not_see_each_others_sessions(bus_url: str) -> None:  # noqa: F811
+async def test_registries_of_different_channels_do_not_see_each_others_sessions(bus_url: str) -> None:
     first = registry_for(bus_url, f"t{uuid.uuid4().hex[:12]}", idle_timeout=60)
     second = registry_for(bus_url, f"t{uuid.uuid4().hex[:12]}", idle_timeout=60)
     try:
@@ -108,7 +108,7 @@ def test_a_replica_advertises_its_bound_address_or_its_host_name_when_it_listens
 
 async def test_a_single_server_replica_forwards_a_session_it_does_not_hold(
     tmp_path: Path,
-    bus_url: str,  # noqa: F811 - fixture
+    bus_url: str,
 ) -> None:
     args = (str(tmp_path), "--bus", bus_url, "--bus-channel", f"t{uuid.uuid4().hex[:12]}")
     async with (
