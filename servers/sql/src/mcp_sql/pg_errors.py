@@ -51,7 +51,9 @@ def connection_lost(exc: BaseException) -> bool:
     if isinstance(exc, asyncpg.InterfaceError):
         text = str(exc)
         return "connection is closed" in text or "released back to the pool" in text
-    return isinstance(exc, ConnectionError)
+    # The driver lost track of the connection's protocol state (a backend terminated mid-operation):
+    # the connection cannot be used again, as if it were closed.
+    return isinstance(exc, ConnectionError | asyncpg.exceptions.InternalClientError)
 
 
 def map_pg_error(

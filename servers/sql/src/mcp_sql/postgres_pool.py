@@ -27,8 +27,16 @@ logger = logging.getLogger(__name__)
 _SAFE_READER_MEMBERSHIPS = {"pg_read_all_data"}
 # Extra seconds the client waits past statement_timeout before cancelling from its side.
 _CLIENT_GRACE_S = 5.0
-#: What a failed driver call can raise (asyncpg's own errors, timeouts, a lost socket).
-DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError, OSError)
+#: What a failed driver call can raise (asyncpg's own errors, timeouts, a lost socket). asyncpg's
+#: InternalClientError is neither of its other two bases: it comes when a backend is terminated in
+#: the middle of an operation ("cannot switch to state 14; another operation is in progress").
+DRIVER_ERRORS = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.InternalClientError,
+    TimeoutError,
+    OSError,
+)
 
 
 def _json_encode(value: Any) -> str:
