@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_batteries._core.identity import current_caller
+from mcp_batteries._core.identity import Caller, current_caller
 from mcp_batteries._ops.audit import AuditLog, arguments_digest, collecting_changes, now_iso, shown_arguments
 from mcp_batteries._ops.limits import CallerLimits
 from mcp_batteries._ops.tracing import TraceHeaders
@@ -235,32 +235,19 @@ class Ops:
         caller = current_caller()
         audited = self.audit is not None and (self.audit_all or name in server.writing_tools)
         changes = collecting_changes() if audited else None
-        outcome = "error"
+        outcome = _Outcome()
         started = time.perf_counter()
         in_flight = metrics.calls_in_flight(label) if metrics is not None else None
         if in_flight is not None:
             in_flight.inc()
         try:
-            result = await call_next(ctx)
-            outcome = _result_outcome(result)
-            return result
-        except MCPError as exc:
-            outcome = _code_outcome(exc.error.code)
-            if outcome == "invalid_params" and known and not server.mcp.may_call(caller, name):
-                outcome = "denied"
-            raise
-        except anyio.get_cancelled_exc_class():
-            outcome = "cancelled"
-            raise
-        except Exception:
-            outcome = "internal_error"
-            raise
+            return await _classified_call(server, caller, name, known, call_next, ctx, outcome)
         finally:
             elapsed = time.perf_counter() - started
             if metrics is not None and in_flight is not None:
                 in_flight.dec()
-                metrics.tool_call(label, tool, outcome, elapsed)
-            _name_span(label, tool, outcome, caller.subject)
+                metrics.tool_call(label, tool, outcome.value, elapsed)
+            _name_span(label, tool, outcome.value, caller.subject)
             if audited and self.audit is not None:
                 arguments = params.get("arguments") or {}
                 traced = current_trace()
@@ -273,7 +260,7 @@ class Ops:
                         "tool": scrub(name[:MAX_AUDITED_NAME]),
                         "arguments_sha256": arguments_digest(arguments),
                         "arguments": shown_arguments(arguments),
-                        "outcome": outcome,
+                        "outcome": outcome.value,
                         "duration_ms": round(elapsed * 1000, 3),
                         "trace_id": traced.trace_id if traced is not None else None,
                         "changes": changes or [],
@@ -295,24 +282,44 @@ async def _name_spans(server: BatteriesServer, label: str, ctx: Any, call_next: 
     name = name if isinstance(name, str) else ""
     known = sdk.has_tool(server.mcp, name)
     caller = current_caller()
-    outcome = "error"
+    outcome = _Outcome()
+    try:
+        return await _classified_call(server, caller, name, known, call_next, ctx, outcome)
+    finally:
+        _name_span(label, name if known else "unknown", outcome.value, caller.subject)
+
+
+class _Outcome:
+    """How a tool call ended, in the words metrics, spans and the audit trail share."""
+
+    value = "error"
+
+
+async def _classified_call(
+    server: BatteriesServer,
+    caller: Caller,
+    name: str,
+    known: bool,
+    call_next: Any,
+    ctx: Any,
+    outcome: _Outcome,
+) -> Any:
+    """Call on, setting `outcome` however the call ends (the one classification of outcomes)."""
     try:
         result = await call_next(ctx)
-        outcome = _result_outcome(result)
+        outcome.value = _result_outcome(result)
         return result
     except MCPError as exc:
-        outcome = _code_outcome(exc.error.code)
-        if outcome == "invalid_params" and known and not server.mcp.may_call(caller, name):
-            outcome = "denied"
+        outcome.value = _code_outcome(exc.error.code)
+        if outcome.value == "invalid_params" and known and not server.mcp.may_call(caller, name):
+            outcome.value = "denied"
         raise
     except anyio.get_cancelled_exc_class():
-        outcome = "cancelled"
+        outcome.value = "cancelled"
         raise
     except Exception:
-        outcome = "internal_error"
+        outcome.value = "internal_error"
         raise
-    finally:
-        _name_span(label, name if known else "unknown", outcome, caller.subject)
 
 
 def _name_span(server: str, tool: str, outcome: str, caller: str) -> None:
