@@ -123,9 +123,11 @@ async def test_another_replica_forwards_a_session_only_for_its_caller_and_only_o
         tmp_path / "tokens.toml",
         f'[[tokens]]\nuser = "alice"\ntoken = "{ALICE}"\n\n[[tokens]]\nuser = "bob"\ntoken = "{BOB}"\n',
     )
+    key = write_private(tmp_path / "state.key", "k" * 64 + "\n")
     config = tmp_path / "bundle.toml"
     config.write_text(
-        f'bus = "{bus_url}"\nbus_channel = "t{uuid.uuid4().hex[:12]}"\ntokens_file = "{tokens}"\n\n'
+        f'bus = "{bus_url}"\nbus_channel = "t{uuid.uuid4().hex[:12]}"\ntokens_file = "{tokens}"\n'
+        f'request_state_key_file = "{key}"\n\n'
         f'[filesystem]\ndirectories = ["{tmp_path}"]\n'
     )
     with ExitStack() as stack:

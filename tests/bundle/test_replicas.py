@@ -35,7 +35,7 @@ import asyncpg
 import httpx2
 import pytest
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
-from mcp_batteries.testing import Notifications, connect_http, legacy_subscribe
+from mcp_batteries.testing import Notifications, connect_http, legacy_subscribe, write_private
 from redis.asyncio import Redis
 
 from ..buses import POSTGRES, REDIS, unreachable
@@ -226,10 +226,13 @@ async def replicas(
 
     with sqlite3.connect(volume["db"]) as db:
         db.execute("CREATE TABLE first (id INTEGER PRIMARY KEY)")
+    # The replicas' shared request-state key, which also seals the session registry's records.
+    key = write_private(tmp_path / "state.key", "k" * 64 + "\n")
     config = tmp_path / "bundle.toml"
     config.write_text(
         f"""bus = "{bus}"
 bus_channel = "{prefix}"
+request_state_key_file = "{key}"
 
 [filesystem]
 directories = ["{volume["files"]}"]

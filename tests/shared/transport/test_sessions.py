@@ -29,12 +29,15 @@ from ...buses import POSTGRES
 pytestmark = pytest.mark.anyio
 
 HANDSHAKE_VERSION = "2025-11-25"
+#: The deployment's shared request-state keys, which seal the registry's records.
+KEYS = ["k" * 64]
+KEY_ENV = {"MCP_BATTERIES_REQUEST_STATE_KEY": KEYS[0]}
 
 
 @pytest.fixture
 async def registry(bus_url: str) -> AsyncIterator[SessionRegistry]:
     channel = f"t{uuid.uuid4().hex[:12]}"
-    found = registry_for(bus_url, channel, idle_timeout=60)
+    found = registry_for(bus_url, channel, idle_timeout=60, keys=KEYS)
     try:
         yield found
     finally:
@@ -60,6 +63,34 @@ async def test_a_recorded_session_names_its_owner_until_it_is_forgotten(registry
     assert await registry.lookup("s1") is None
 
 
+async def test_a_record_not_sealed_under_the_deployments_keys_names_no_owner(bus_url: str) -> None:
+    # Whoever can write to the engine must not be able to send callers' requests (and tokens) to
+    # an address of their choosing: a record sealed under other keys, or a forged one, is no record.
+    channel = f"t{uuid.uuid4().hex[:12]}"
+    ours = registry_for(bus_url, channel, idle_timeout=60, keys=KEYS)
+    theirs = registry_for(bus_url, channel, idle_timeout=60, keys=["m" * 64])
+    try:
+        await theirs.record("s1", Owner("http://attacker.example:80", "tokens:alice"))
+        assert await ours.lookup("s1") is None
+        await ours.record("s1", Owner("http://10.0.0.2:8000", "tokens:alice"))
+        assert await ours.lookup("s1") == Owner("http://10.0.0.2:8000", "tokens:alice")
+        rotated = registry_for(bus_url, channel, idle_timeout=60, keys=["n" * 64, KEYS[0]])
+        try:  # a key being rotated in: records sealed under the old one still verify
+            assert await rotated.lookup("s1") == Owner("http://10.0.0.2:8000", "tokens:alice")
+        finally:
+            await rotated.close()
+        await ours.forget("s1")
+    finally:
+        await ours.close()
+        await theirs.close()
+        if bus_url.startswith("postgresql"):
+            conn = await asyncpg.connect(POSTGRES, timeout=5)
+            try:
+                await conn.execute(f"DELETE FROM {TABLE} WHERE channel = $1", channel)
+            finally:
+                await conn.close()
+
+
 async def test_a_session_record_ends_with_its_lifetime(registry: SessionRegistry) -> None:
     registry.ttl = 0.3
     await registry.record("brief", Owner("http://127.0.0.1:1", ""))
@@ -70,8 +101,8 @@ async def test_a_session_record_ends_with_its_lifetime(registry: SessionRegistry
 
 
 async def test_registries_of_different_channels_do_not_see_each_others_sessions(bus_url: str) -> None:
-    first = registry_for(bus_url, f"t{uuid.uuid4().hex[:12]}", idle_timeout=60)
-    second = registry_for(bus_url, f"t{uuid.uuid4().hex[:12]}", idle_timeout=60)
+    first = registry_for(bus_url, f"t{uuid.uuid4().hex[:12]}", idle_timeout=60, keys=KEYS)
+    second = registry_for(bus_url, f"t{uuid.uuid4().hex[:12]}", idle_timeout=60, keys=KEYS)
     try:
         await first.record("shared-id", Owner("http://127.0.0.1:1", ""))
         assert await second.lookup("shared-id") is None
@@ -83,7 +114,7 @@ async def test_registries_of_different_channels_do_not_see_each_others_sessions(
 
 @pytest.mark.parametrize("url", ["redis://127.0.0.1:9/0", "postgresql://postgres@127.0.0.1:9/test"])
 async def test_an_unreachable_engine_finds_no_owner_and_raises_nothing(url: str) -> None:
-    registry = registry_for(url, "unreachable", idle_timeout=0)
+    registry = registry_for(url, "unreachable", idle_timeout=0, keys=KEYS)
     began = time.monotonic()
     try:
         await registry.record("s", Owner("http://127.0.0.1:1", ""))
@@ -96,7 +127,7 @@ async def test_an_unreachable_engine_finds_no_owner_and_raises_nothing(url: str)
 
 def test_a_bus_url_of_another_kind_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="postgresql"):
-        registry_for("mysql://root@127.0.0.1/test", "x", idle_timeout=0)
+        registry_for("mysql://root@127.0.0.1/test", "x", idle_timeout=0, keys=KEYS)
 
 
 def test_a_replica_advertises_its_bound_address_or_its_host_name_when_it_listens_everywhere() -> None:
@@ -112,8 +143,8 @@ async def test_a_single_server_replica_forwards_a_session_it_does_not_hold(
 ) -> None:
     args = (str(tmp_path), "--bus", bus_url, "--bus-channel", f"t{uuid.uuid4().hex[:12]}")
     async with (
-        http_server("mcp-batteries-filesystem", *args) as owner,
-        http_server("mcp-batteries-filesystem", *args) as other,
+        http_server("mcp-batteries-filesystem", *args, env=KEY_ENV) as owner,
+        http_server("mcp-batteries-filesystem", *args, env=KEY_ENV) as other,
         httpx2.AsyncClient(timeout=30) as http,
     ):
         headers = {**MCP_POST_HEADERS, "MCP-Protocol-Version": HANDSHAKE_VERSION}
@@ -137,6 +168,32 @@ async def test_a_single_server_replica_forwards_a_session_it_does_not_hold(
         assert listed.status_code == 200 and "list_allowed_directories" in listed.text, listed.text
 
 
+async def test_without_a_shared_key_replicas_do_not_forward_sessions(tmp_path: Path, bus_url: str) -> None:
+    # Nothing to seal the records with that another replica could verify: no forwarding (the log
+    # says how to turn it on).
+    args = (str(tmp_path), "--bus", bus_url, "--bus-channel", f"t{uuid.uuid4().hex[:12]}")
+    async with (
+        http_server("mcp-batteries-filesystem", *args) as owner,
+        http_server("mcp-batteries-filesystem", *args) as other,
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
+        headers = {**MCP_POST_HEADERS, "MCP-Protocol-Version": HANDSHAKE_VERSION}
+        opening = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": HANDSHAKE_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        opened = await http.post(owner.url, json=opening, headers=headers)
+        headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+        listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        assert (await http.post(other.url, json=listing, headers=headers)).status_code == 404
+
+
 async def test_after_the_engine_fails_it_is_left_alone_for_a_while() -> None:
     class Failing(SessionRegistry):
         attempts = 0
@@ -145,7 +202,7 @@ async def test_after_the_engine_fails_it_is_left_alone_for_a_while() -> None:
             self.attempts += 1
             raise ConnectionRefusedError("down")
 
-    registry = Failing("redis://127.0.0.1:9", "x", ttl=60)
+    registry = Failing("redis://127.0.0.1:9", "x", ttl=60, keys=KEYS)
     assert await registry.lookup("s") is None
     assert await registry.lookup("s") is None  # within the pause: not attempted
     assert registry.attempts == 1

@@ -33,6 +33,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mcp_batteries._core.request_state import KEY_ENV, load_keys
 from mcp_batteries._core.settings import ServerSettings
 from mcp_batteries._ops.observe import Ops
 from mcp_batteries._protocol import sdk
@@ -180,8 +181,20 @@ def mcp_endpoint(
     )
     forwarder = None
     if s.bus and not s.stateless:
-        registry = registry_for(s.bus, s.bus_channel, idle_timeout=s.session_idle_timeout)
-        app = forwarder = SessionForwarder(app, server.mcp.session_manager, registry)
+        # Records say where callers' requests (and their tokens) go: sealed under keys every
+        # replica shares, or not written at all (`_transport/sessions.py`).
+        keys = load_keys(s.request_state_key_file)
+        if keys:
+            registry = registry_for(s.bus, s.bus_channel, idle_timeout=s.session_idle_timeout, keys=keys)
+            app = forwarder = SessionForwarder(app, server.mcp.session_manager, registry)
+        else:
+            logger.warning(
+                "%s: handshake-era sessions are not forwarded between replicas: give every replica the "
+                "same request-state key (request_state_key_file, or %s) so they can trust each "
+                "other's session records; until then route those clients with stickiness",
+                s.server_name,
+                KEY_ENV,
+            )
     return app, events, forwarder
 
 

@@ -18,16 +18,25 @@ session. Sticky routing at the balancer saves the extra hop; it is no longer req
 
 Engines: Redis keys `<bus_channel>:session:<id>` with a TTL; PostgreSQL one table,
 `mcp_batteries_sessions` (created idempotently), with a row per (channel, session) and an expiry.
+
+A record says where a caller's requests, bearer token included, are sent: whoever can write to
+the engine could otherwise point a session at an address of their own and collect the tokens of
+everyone whose requests land elsewhere. Records are therefore sealed with an HMAC under the
+deployment's request-state keys (`_core/request_state`, the same on every replica), and a record
+that does not verify is no record. Without configured keys there is nothing every replica shares,
+so sessions are not forwarded at all (`mcp_endpoint` says so once in the log).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import logging
 import socket
 import time
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -106,11 +115,44 @@ class SessionRegistry:
 
     engine = "none"
 
-    def __init__(self, url: str, channel: str, ttl: float) -> None:
+    def __init__(self, url: str, channel: str, ttl: float, keys: Sequence[str]) -> None:
+        if not keys:
+            raise ValueError("a session registry needs the deployment's shared keys to seal records")
         self.url = url
         self.channel = channel
         self.ttl = ttl
+        self._keys = [key.encode("utf-8") for key in keys]
         self._paused_until = 0.0
+
+    def _seal(self, session_id: str, owner: Owner) -> str:
+        """The record for the engine: the owner and its HMAC under the sealing (first) key."""
+        return json.dumps(
+            {"url": owner.url, "identity": owner.identity, "mac": self._mac(self._keys[0], session_id, owner)}
+        )
+
+    def _open(self, session_id: str, raw: str | bytes | None) -> Owner | None:
+        """The owner a record names, if it was sealed under one of the keys for this very session."""
+        if raw is None:
+            return None
+        try:
+            data = json.loads(raw)
+            owner = Owner(url=str(data["url"]), identity=str(data["identity"]))
+            mac = str(data["mac"])
+        except (ValueError, KeyError, TypeError):
+            return None
+        if any(hmac.compare_digest(mac, self._mac(key, session_id, owner)) for key in self._keys):
+            return owner
+        logger.warning(
+            "session registry: the record of a session does not verify under this deployment's keys "
+            "(another deployment on the same channel, a key not shared, or a forged record); not forwarding"
+        )
+        return None
+
+    def _mac(self, key: bytes, session_id: str, owner: Owner) -> str:
+        signed = json.dumps(
+            ["mcp-batteries session owner", self.channel, session_id, owner.url, owner.identity]
+        )
+        return hmac.new(key, signed.encode("utf-8"), hashlib.sha256).hexdigest()
 
     async def record(self, session_id: str, owner: Owner) -> None:
         await self._bounded("record", self._record(session_id, owner))
@@ -154,27 +196,13 @@ class SessionRegistry:
         raise NotImplementedError
 
 
-def _encode(owner: Owner) -> str:
-    return json.dumps({"url": owner.url, "identity": owner.identity})
-
-
-def _decode(raw: str | bytes | None) -> Owner | None:
-    if raw is None:
-        return None
-    try:
-        data = json.loads(raw)
-        return Owner(url=str(data["url"]), identity=str(data["identity"]))
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
 class RedisRegistry(SessionRegistry):
     """Keys `<channel>:session:<id>` holding the owner as JSON, with a TTL."""
 
     engine = "redis"
 
-    def __init__(self, url: str, channel: str, ttl: float) -> None:
-        super().__init__(url, channel, ttl)
+    def __init__(self, url: str, channel: str, ttl: float, keys: Sequence[str]) -> None:
+        super().__init__(url, channel, ttl, keys)
         from redis.asyncio import Redis
 
         self._client = Redis.from_url(
@@ -188,10 +216,10 @@ class RedisRegistry(SessionRegistry):
         return f"{self.channel}:session:{session_id}"
 
     async def _record(self, session_id: str, owner: Owner) -> None:
-        await self._client.set(self.key(session_id), _encode(owner), px=int(self.ttl * 1000))
+        await self._client.set(self.key(session_id), self._seal(session_id, owner), px=int(self.ttl * 1000))
 
     async def _lookup(self, session_id: str) -> Owner | None:
-        return _decode(await self._client.get(self.key(session_id)))
+        return self._open(session_id, await self._client.get(self.key(session_id)))
 
     async def _forget(self, session_id: str) -> None:
         await self._client.delete(self.key(session_id))
@@ -206,8 +234,8 @@ class PostgresRegistry(SessionRegistry):
 
     engine = "postgresql"
 
-    def __init__(self, url: str, channel: str, ttl: float) -> None:
-        super().__init__(url, channel, ttl)
+    def __init__(self, url: str, channel: str, ttl: float, keys: Sequence[str]) -> None:
+        super().__init__(url, channel, ttl, keys)
         self._pool: Any = None
         self._opening = anyio.Lock()
 
@@ -241,7 +269,7 @@ class PostgresRegistry(SessionRegistry):
             " ON CONFLICT (channel, session_id) DO UPDATE SET owner = $3, expires = EXCLUDED.expires",
             self.channel,
             session_id,
-            _encode(owner),
+            self._seal(session_id, owner),
             self.ttl,
         )
         await pool.execute(f"DELETE FROM {TABLE} WHERE channel = $1 AND expires < now()", self.channel)
@@ -253,7 +281,7 @@ class PostgresRegistry(SessionRegistry):
             self.channel,
             session_id,
         )
-        return _decode(raw)
+        return self._open(session_id, raw)
 
     async def _forget(self, session_id: str) -> None:
         pool = await self._connection_pool()
@@ -266,14 +294,15 @@ class PostgresRegistry(SessionRegistry):
             await self._pool.close()
 
 
-def registry_for(bus: str, channel: str, *, idle_timeout: float) -> SessionRegistry:
-    """The registry on the engine `bus` names (the same URLs as the change bus)."""
+def registry_for(bus: str, channel: str, *, idle_timeout: float, keys: Sequence[str]) -> SessionRegistry:
+    """The registry on the engine `bus` names (the same URLs as the change bus), its records
+    sealed under `keys` (the deployment's request-state keys, sealing key first)."""
     scheme = bus.split("://", 1)[0].lower() if "://" in bus else ""
     ttl = idle_timeout if idle_timeout > 0 else DEFAULT_TTL_S
     if scheme in ("postgresql", "postgres"):
-        return PostgresRegistry(bus, channel, ttl)
+        return PostgresRegistry(bus, channel, ttl, keys)
     if scheme in ("redis", "rediss", "unix"):
-        return RedisRegistry(bus, channel, ttl)
+        return RedisRegistry(bus, channel, ttl, keys)
     raise ConfigError(f"--bus {redact_url(bus)}: use a postgresql://... or redis://... URL")
 
 
