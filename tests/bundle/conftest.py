@@ -86,11 +86,11 @@ class BundleProcess:
 
 @contextmanager
 def bundle_process(
-    *argv: str, env: Mapping[str, str] | None = None, command: list[str] | None = None
+    *argv: str, env: Mapping[str, str] | None = None, command: list[str] | None = None, port: int = 0
 ) -> Iterator[BundleProcess]:
-    """The console script (or `command`) serving on a free port; SIGTERM on exit."""
+    """The console script (or `command`) serving on `port` (a free one by default); SIGTERM on exit."""
     process = subprocess.Popen(
-        [*(command or [script_path("mcp-batteries"), "serve"]), *argv, "--port", "0"],
+        [*(command or [script_path("mcp-batteries"), "serve"]), *argv, "--port", str(port)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

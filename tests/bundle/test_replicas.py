@@ -107,7 +107,8 @@ def balancer(haproxy: str, backends: list[str], folder: Path) -> Iterator[tuple[
     handshake-era session on the replica that opened it (docs/deploy.md's stick table)."""
     port, sticky_port = free_port(), free_port()
     servers = "\n".join(
-        f"    server r{i} {base.removeprefix('http://')} check inter 1s" for i, base in enumerate(backends)
+        f"    server r{i} {base.removeprefix('http://')} check inter 1s fastinter 200ms"
+        for i, base in enumerate(backends)
     )
     config = folder / "haproxy.cfg"
     config.write_text(
@@ -124,9 +125,24 @@ defaults
     # request is retried on another one.
     retries 3
     option redispatch 1
+    # What a restarting replica did not run is retried on another one (the default retries only
+    # refused connections): the 503 (Retry-After) a draining replica or a starting mount answers,
+    # and the connections that were still in the kernel's accept queue when a draining replica
+    # closed its listener (reset after HAProxy sent the request: an empty response). The price
+    # (docs/deploy.md): a replica that crashes mid-call also gives an empty response, and that
+    # call is run again elsewhere.
+    retry-on conn-failure empty-response 503
+    # HAProxy retries only a request it holds whole: wait for the body before picking a replica.
+    option http-buffer-request
+    # A replica is healthy when its HTTP server answers, not merely when its port accepts: a
+    # draining replica has closed its listener, a starting one answers once it serves.
+    option httpchk GET /healthz
 
 frontend mcp
     bind 127.0.0.1:{port}
+    # What HAProxy thinks of each replica (CSV at /haproxy-stats;csv), for tests that wait on it.
+    stats enable
+    stats uri /haproxy-stats
     default_backend replicas
 
 backend replicas
