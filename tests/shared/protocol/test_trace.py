@@ -44,6 +44,7 @@ async def test_a_requests_traceparent_is_on_the_log_lines_of_its_handling(era: E
             assert result.is_error
             untraced = await client.call_tool("read_text_file", {"path": "also-missing.txt"})
             assert untraced.is_error
+        await running.stderr_line("also-missing.txt")  # the later call's line: both are read
         traced = [line for line in running.stderr_lines if "missing.txt" in line and "also-" not in line]
         assert traced and all(f": trace={TRACE_ID} " in line for line in traced), running.stderr_lines
         plain = [line for line in running.stderr_lines if "also-missing.txt" in line]

@@ -156,6 +156,16 @@ class RunningServer:
     def base_url(self) -> str:
         return self.url.rsplit("/", 1)[0] if self.url.count("/") > 2 else self.url
 
+    async def stderr_line(self, text: str, timeout: float = 10.0) -> str:
+        """The first line of the server's stderr containing `text`, waiting for it to be read (a
+        thread reads the pipe: a line the server has written may not be in `stderr_lines` yet)."""
+        with anyio.fail_after(timeout):
+            while True:
+                for line in self.stderr_lines:
+                    if text in line:
+                        return line
+                await anyio.sleep(0.02)  # another process's pipe: there is no event to wait on
+
 
 @asynccontextmanager
 async def http_server(
