@@ -137,6 +137,24 @@ def test_a_replica_advertises_its_bound_address_or_its_host_name_when_it_listens
     assert everywhere.endswith(":8000") and "0.0.0.0" not in everywhere
 
 
+async def open_session(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
+    """A handshake-era session opened at `url`: the headers of its later requests."""
+    headers = {**MCP_POST_HEADERS, "MCP-Protocol-Version": HANDSHAKE_VERSION}
+    opening = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": HANDSHAKE_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    opened = await http.post(url, json=opening, headers=headers)
+    assert opened.status_code == 200, opened.text
+    return {**headers, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+
+
 async def test_a_single_server_replica_forwards_a_session_it_does_not_hold(
     tmp_path: Path,
     bus_url: str,
@@ -147,20 +165,7 @@ async def test_a_single_server_replica_forwards_a_session_it_does_not_hold(
         http_server("mcp-batteries-filesystem", *args, env=KEY_ENV) as other,
         httpx2.AsyncClient(timeout=30) as http,
     ):
-        headers = {**MCP_POST_HEADERS, "MCP-Protocol-Version": HANDSHAKE_VERSION}
-        opening = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": HANDSHAKE_VERSION,
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-        opened = await http.post(owner.url, json=opening, headers=headers)
-        assert opened.status_code == 200, opened.text
-        headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+        headers = await open_session(http, owner.url)
         note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         assert (await http.post(other.url, json=note, headers=headers)).status_code == 202
         listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
@@ -177,19 +182,7 @@ async def test_without_a_shared_key_replicas_do_not_forward_sessions(tmp_path: P
         http_server("mcp-batteries-filesystem", *args) as other,
         httpx2.AsyncClient(timeout=30) as http,
     ):
-        headers = {**MCP_POST_HEADERS, "MCP-Protocol-Version": HANDSHAKE_VERSION}
-        opening = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": HANDSHAKE_VERSION,
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-        opened = await http.post(owner.url, json=opening, headers=headers)
-        headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+        headers = await open_session(http, owner.url)
         listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
         assert (await http.post(other.url, json=listing, headers=headers)).status_code == 404
 
